@@ -1,0 +1,246 @@
+"""Attention scaling rules: one interface, n -> lambda(n), used by every model and notebook.
+
+| key          | lambda(n)              | source                                  | retrain? |
+|--------------|------------------------|-----------------------------------------|----------|
+| `inv_sqrt_d` | 1/sqrt(d)              | Vaswani et al.                          | -        |
+| `ln_sqrt_d`  | ln(n)/sqrt(d)          | Chiang & Cholak (2022)                  | yes      |
+| `ln_d`       | ln(n)/d                | Su (2021)                               | yes      |
+| `log_N`      | log_N(n)/sqrt(d)       | calibrated log rule (= 1/sqrt(d) at N)  | no       |
+| `ssmax`      | log(n+1)/sqrt(d)       | Scalable-Softmax as PENS uses it        | yes      |
+| `eie`        | the fitted EIE net     | the EIE paper                           | no       |
+| `exact`      | lambda*(n), tabulated  | H(n, lambda) = H(N, 1/sqrt(d)) solved   | no       |
+
+"retrain?": the rule changes the scale at the training length N, so a model must be trained with
+it; the others equal 1/sqrt(d) at n = N and reuse the model trained with 1/sqrt(d).
+
+Rules accept an int, a float, a NumPy array or a torch tensor and answer in kind (a tensor keeps its
+device), so a model can hand them a per-instance n. `eie` and `exact` are entropy-invariance rules
+fitted on N <= n <= N_max: below N they return 1/sqrt(d) (the model's training scale); `exact`
+refuses n beyond its table, while `eie` evaluates its integral there (untrained range).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy.interpolate import PchipInterpolator
+
+from .entropy import entropy_eq6
+from .validation import check_d, check_lengths, check_n
+
+
+def _log(n):
+    return torch.log(n) if torch.is_tensor(n) else np.log(n)
+
+
+def _as_numeric(n):
+    if torch.is_tensor(n):
+        return n.to(torch.float64) if not n.is_floating_point() else n
+    return np.asarray(n, dtype=np.float64) if np.ndim(n) else float(n)
+
+
+@dataclass(frozen=True)
+class ScalingRule:
+    """A named map n -> lambda(n) for head size d."""
+
+    key: str
+    label: str  # for plots and tables (matplotlib mathtext)
+    d: int
+    formula: Callable
+    trained_with_rule: bool  # True when the model must be trained with this rule
+
+    def __call__(self, n):
+        check_n(n)
+        return self.formula(_as_numeric(n))
+
+
+def inv_sqrt_d(d: int) -> ScalingRule:
+    d = check_d(d)
+    c = 1 / math.sqrt(d)
+
+    def formula(n):
+        return torch.full_like(n, c) if torch.is_tensor(n) else np.full_like(n, c) if np.ndim(n) else c
+
+    return ScalingRule("inv_sqrt_d", r"$1/\sqrt{d}$", d, formula, trained_with_rule=False)
+
+
+def ln_sqrt_d(d: int) -> ScalingRule:
+    d = check_d(d)
+    return ScalingRule("ln_sqrt_d", r"$\ln n/\sqrt{d}$", d, lambda n: _log(n) / math.sqrt(d), trained_with_rule=True)
+
+
+def ln_d(d: int) -> ScalingRule:
+    d = check_d(d)
+    return ScalingRule("ln_d", r"$\ln n/d$", d, lambda n: _log(n) / d, trained_with_rule=True)
+
+
+def log_N(d: int, N: int) -> ScalingRule:
+    d = check_d(d)
+    check_lengths(N, N + 1)
+    return ScalingRule("log_N", r"$\log_N n/\sqrt{d}$", d, lambda n: _log(n) / math.log(N) / math.sqrt(d), trained_with_rule=False)
+
+
+def ssmax(d: int) -> ScalingRule:
+    d = check_d(d)
+    return ScalingRule("ssmax", r"$\ln(n+1)/\sqrt{d}$", d, lambda n: _log(n + 1) / math.sqrt(d), trained_with_rule=True)
+
+
+def eie(net) -> ScalingRule:
+    """The fitted EIE net as a rule (1/sqrt(d) below its training length N)."""
+    c = net.config
+
+    def formula(n):
+        with torch.no_grad():
+            if torch.is_tensor(n):
+                n64 = n.detach().to("cpu", torch.float64).clamp(min=c.N)
+                return net(n64).to(device=n.device, dtype=n.dtype)
+            lam = net(torch.as_tensor(np.maximum(n, c.N), dtype=torch.float64)).numpy()
+            return lam if np.ndim(n) else float(lam)
+
+    return ScalingRule("eie", "EIE", c.d, formula, trained_with_rule=False)
+
+
+@dataclass(frozen=True)
+class ExactTable:
+    """lambda*(n) solving H(n, lambda) = H(N, 1/sqrt(d)) on a grid of n, with standard errors."""
+
+    d: int
+    N: int
+    N_max: int
+    n: np.ndarray
+    lam: np.ndarray
+    se: np.ndarray
+    target_entropy: float
+
+    def interpolator(self) -> PchipInterpolator:
+        return PchipInterpolator(np.log(self.n), self.lam)
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame = pd.DataFrame({"n": self.n, "lambda": self.lam, "se": self.se})
+        frame.attrs = {}
+        header = f"# d={self.d} N={self.N} N_max={self.N_max} target_entropy={self.target_entropy:.8f}\n"
+        path.write_text(header + frame.to_csv(index=False, float_format="%.8f"))
+        return path
+
+    @classmethod
+    def load(cls, path, d: int | None = None) -> "ExactTable":
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no exact lambda* table at {path}: run notebooks/02_fit_eie.ipynb or eie.scaling.solve_exact")
+        try:
+            first = path.read_text().splitlines()[0]
+            meta = dict(item.split("=") for item in first.lstrip("# ").split())
+            frame = pd.read_csv(path, comment="#")
+            table = cls(int(meta["d"]), int(meta["N"]), int(meta["N_max"]), frame["n"].to_numpy(float),
+                        frame["lambda"].to_numpy(float), frame["se"].to_numpy(float), float(meta["target_entropy"]))
+        except Exception as error:
+            raise ValueError(f"{path} is not a readable lambda* table ({error}); delete it and recompute") from error
+        if d is not None and d != table.d:
+            raise ValueError(f"the lambda* table {path} is for d={table.d}, not d={d}")
+        return table
+
+
+def solve_exact(
+    d: int,
+    N: int,
+    N_max: int,
+    grid_points: int = 25,
+    samples: int = 4096,
+    target_samples: int = 65536,
+    seed: int = 0,
+    iterations: int = 12,
+    tol: float = 1e-5,
+) -> ExactTable:
+    """Solve H(n, lambda) = H(N, 1/sqrt(d)) for lambda on a log-spaced grid N..N_max (plus N*2^k).
+
+    The Eq. 6 estimator with fixed normals (common random numbers over the whole grid and every
+    lambda) and control variates is a smooth, decreasing function of lambda. Newton's iteration,
+    vectorised over the grid and started at the large-n limit sqrt(2 (ln n - H0) / d), converges in
+    a few steps. The standard error of lambda* is SE(H) / |dH/dlambda|, the target's included.
+    """
+    d = check_d(d)
+    N, N_max = check_lengths(N, N_max)
+    grid = np.unique(np.concatenate([
+        np.round(np.geomspace(N, N_max, grid_points)),
+        N * 2.0 ** np.arange(0, int(np.floor(np.log2(N_max / N))) + 1),
+    ])).astype(np.int64)
+    target = entropy_eq6(N, 1 / math.sqrt(d), d, samples=target_samples, seed=seed + 1, control_variates=True)
+    h0 = float(target.mean)
+    n_t = torch.as_tensor(grid)
+
+    def estimate(lam: torch.Tensor):
+        lam = lam.clone().requires_grad_(True)
+        est = entropy_eq6(n_t, lam, d, samples=samples, seed=seed, control_variates=True)
+        (grad,) = torch.autograd.grad(est.mean.sum(), lam)
+        return (est.mean.detach() - h0).double(), grad.double(), est.se.double()
+
+    lam = torch.as_tensor(np.sqrt(np.maximum(2 * (np.log(grid) - h0) / d, 1e-4)), dtype=torch.float64)
+    for _ in range(iterations):
+        f, grad, se = estimate(lam)
+        step = torch.clamp(-f / grad, -lam / 2, lam / 2)
+        lam = lam + step
+        if float(step.abs().max()) < tol:
+            break
+    f, grad, se = estimate(lam)
+    total_se = np.sqrt(se.numpy() ** 2 + float(target.se) ** 2) / grad.abs().numpy()
+    return ExactTable(d, N, N_max, grid.astype(float), lam.numpy(), total_se, h0)
+
+
+def exact(table: ExactTable) -> ScalingRule:
+    """The tabulated entropy-invariant lambda*(n), interpolated monotonically in log n."""
+    spline = table.interpolator()
+    lam_N = 1 / math.sqrt(table.d)
+
+    def formula(n):
+        values = n.detach().cpu().numpy() if torch.is_tensor(n) else np.asarray(n, dtype=np.float64)
+        if np.any(values > table.N_max):
+            raise ValueError(
+                f"the lambda* table covers n <= {table.N_max}, got n = {values.max():g}: "
+                "solve it for a larger N_max (eie.scaling.solve_exact)"
+            )
+        lam = np.where(values <= table.N, lam_N, spline(np.log(np.maximum(values, table.N))))
+        if torch.is_tensor(n):
+            return torch.as_tensor(lam, dtype=n.dtype, device=n.device)
+        return lam if np.ndim(n) else float(lam)
+
+    return ScalingRule("exact", r"exact $\lambda^*$", table.d, formula, trained_with_rule=False)
+
+
+RULE_KEYS = ("inv_sqrt_d", "ln_sqrt_d", "ln_d", "log_N", "ssmax", "eie", "exact")
+
+
+def make_rule(key: str, d: int, N: int | None = None, net=None, table: ExactTable | None = None) -> ScalingRule:
+    """A rule by key; `log_N` needs N, `eie` a fitted net, `exact` a table."""
+    if key == "inv_sqrt_d":
+        return inv_sqrt_d(d)
+    if key == "ln_sqrt_d":
+        return ln_sqrt_d(d)
+    if key == "ln_d":
+        return ln_d(d)
+    if key == "ssmax":
+        return ssmax(d)
+    if key == "log_N":
+        if N is None:
+            raise ValueError("the calibrated log rule 'log_N' needs the training length N")
+        return log_N(d, N)
+    if key == "eie":
+        if net is None:
+            raise ValueError("the 'eie' rule needs a fitted net: eie.eie_net.load_eie_net(path, d=d)")
+        if net.config.d != d:
+            raise ValueError(f"the EIE net was fitted for d={net.config.d}, not d={d}")
+        return eie(net)
+    if key == "exact":
+        if table is None:
+            raise ValueError("the 'exact' rule needs a lambda* table: eie.scaling.ExactTable.load(path, d=d)")
+        if table.d != d:
+            raise ValueError(f"the lambda* table is for d={table.d}, not d={d}")
+        return exact(table)
+    raise ValueError(f"unknown scaling rule {key!r}; choose from {', '.join(RULE_KEYS)}")
