@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .entropy import entropy_eq6
 from .validation import check_d, check_lengths, check_n

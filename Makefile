@@ -1,0 +1,67 @@
+# The study in two commands:  `make study` (every notebook, figures, tables) and `make test`.
+# Both set up a local virtual environment first (.venv); on a machine without an NVIDIA GPU the
+# CPU build of torch is installed, never the multi-GB CUDA wheels.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+RUN ?= default
+PRESET ?=
+TORCH_VERSION ?= 2.13.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+PRESET_FILE := $(if $(PRESET),presets/$(PRESET).yaml,)
+SHELL := /bin/bash
+
+.PHONY: setup study test unit nbval notebooks sync benchmarks clean-venv
+
+setup: $(VENV)/.installed
+
+# Reinstalled when the package's dependencies change.
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  echo "NVIDIA GPU found: installing the CUDA build of torch $(TORCH_VERSION)"; \
+	  $(BIN)/python -m pip install "torch==$(TORCH_VERSION)"; \
+	else \
+	  echo "no NVIDIA GPU: installing the CPU build of torch $(TORCH_VERSION)"; \
+	  $(BIN)/python -m pip install --timeout 20 --retries 1 --extra-index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)"; \
+	fi
+	$(BIN)/python -m pip install -e '.[dev]'
+	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
+	touch $@
+
+# Every notebook in order, with its defaults (or a preset: make study PRESET=paper); executed
+# copies go to runs/$(RUN)/, figures to figures/, tables to results/$(RUN)/.
+study: setup
+	mkdir -p runs/$(RUN)
+	@set -e; for nb in $(NOTEBOOKS); do \
+	  echo "== $$nb"; \
+	  $(BIN)/papermill --cwd . $(if $(PRESET_FILE),-f $(PRESET_FILE),) -p run "$(RUN)" "$$nb" "runs/$(RUN)/$$(basename $$nb)"; \
+	done
+
+test: unit nbval
+
+unit: setup
+	$(BIN)/python -m pytest tests/ -q
+
+nbval: setup
+	$(BIN)/python -m pytest --nbval notebooks/ -q
+
+# Re-execute the notebooks in place with their defaults (refreshes the outputs nbval compares)
+# and keep the .py:percent pairs in sync.
+notebooks: setup sync
+	@set -e; for nb in $(NOTEBOOKS); do \
+	  echo "== $$nb"; \
+	  $(BIN)/papermill --cwd notebooks "$$nb" "$$nb"; \
+	done
+	$(MAKE) sync
+
+sync: setup
+	$(BIN)/jupytext --sync notebooks/[0-9][0-9]_*.py
+
+benchmarks: setup
+	@set -e; for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+clean-venv:
+	rm -rf $(VENV)
