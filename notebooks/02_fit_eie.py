@@ -13,7 +13,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] papermill={"duration": 0.002147, "end_time": "2026-11-20T22:46:59.364701+00:00", "exception": false, "start_time": "2026-11-20T22:46:59.362554+00:00", "status": "completed"}
 # # 02 · Fitting the EIE net, and the exact entropy-invariant scale
 #
 # Reproduces **Figures 3 and 4** ($\lambda(n)$ learned by EIE for $d = 16$ and $d = 32$, here beside
@@ -32,7 +32,7 @@
 # Outputs: `results/<run>/eie_lambda.csv` (`d,N,n,lambda_eie,lambda_exact,lambda_paper`), the fitted
 # nets and $\lambda^*$ tables in `results/<run>/eie_nets/`, where the training notebooks load them.
 
-# %% tags=["parameters"]
+# %% papermill={"duration": 0.008684, "end_time": "2026-11-20T22:46:59.375259+00:00", "exception": false, "start_time": "2026-11-20T22:46:59.366575+00:00", "status": "completed"} tags=["parameters"]
 settings = [[16, 100, 1600], [32, 120, 1920]]  # [d, N (training length), N_max]
 epochs = 500
 batch_size = 256
@@ -47,7 +47,7 @@ entropy_samples = 2048  # rows per point of the entropy curves
 seed = 0
 run = "default"
 
-# %%
+# %% papermill={"duration": 2.067133, "end_time": "2026-11-20T22:47:01.443949+00:00", "exception": false, "start_time": "2026-11-20T22:46:59.376816+00:00", "status": "completed"}
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
@@ -56,12 +56,12 @@ from eie import entropy, scaling
 from eie.eie_net import fit_eie, save_eie_net, load_eie_net
 from eie.paper import paper_lambda
 from eie.paths import eie_net_path, exact_table_path, results_dir
-from eie.plotting import apply_style, rule_kwargs, save_figure
+from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
 
 apply_style()
 out = results_dir(run)
 
-# %% [markdown]
+# %% [markdown] papermill={"duration": 0.001068, "end_time": "2026-11-20T22:47:01.446720+00:00", "exception": false, "start_time": "2026-11-20T22:47:01.445652+00:00", "status": "completed"}
 # ## Fit the EIE nets and solve for $\lambda^*$
 #
 # The fitted net is saved with its $d$, $N$, $N_{max}$ and open choices; loading it back for another
@@ -69,7 +69,7 @@ out = results_dir(run)
 # Monte-Carlo estimator with fixed normals (a smooth, decreasing function of $\lambda$), and
 # interpolated monotonically in $\ln n$.
 
-# %%
+# %% papermill={"duration": 63.818623, "end_time": "2026-11-20T22:48:05.266415+00:00", "exception": false, "start_time": "2026-11-20T22:47:01.447792+00:00", "status": "completed"}
 nets, tables, histories = {}, {}, {}
 for d, N, N_max in settings:
     net, history = fit_eie(d, N, N_max, epochs=epochs, batch_size=batch_size, lr=lr, lr_decay=lr_decay,
@@ -80,10 +80,12 @@ for d, N, N_max in settings:
     histories[d] = history
     tables[d] = scaling.solve_exact(d, N, N_max, samples=exact_samples, seed=seed)
     tables[d].save(exact_table_path(d, N, N_max, run))
+    lam_dense = scaling.make_rule("eie", d, net=nets[d])(np.linspace(N, N_max, 4001))
     print(f"d={d}, N={N}: target H(N, 1/sqrt(d)) = {history.target_entropy:.3f} "
-          f"(standard error {history.target_se:.4f})")
+          f"(standard error {history.target_se:.4f}); fitted lambda(n) increasing on [N, N_max]: "
+          f"{bool(np.all(np.diff(lam_dense) > 0))}")
 
-# %%
+# %% papermill={"duration": 0.390933, "end_time": "2026-11-20T22:48:05.660105+00:00", "exception": false, "start_time": "2026-11-20T22:48:05.269172+00:00", "status": "completed"}
 fig, ax = plt.subplots(figsize=(6, 3.5))
 for d, history in histories.items():
     loss = pd.Series(history.loss)
@@ -93,13 +95,13 @@ ax.legend()
 save_figure(fig, "02_eie_fit_loss")
 plt.show()
 
-# %% [markdown]
+# %% [markdown] papermill={"duration": 0.002173, "end_time": "2026-11-20T22:48:05.665238+00:00", "exception": false, "start_time": "2026-11-20T22:48:05.663065+00:00", "status": "completed"}
 # ## Tables 5 and 7: $\lambda$ at $n = N \cdot 2^k$
 #
 # `se exact` is the Monte-Carlo standard error of $\lambda^*$. The loss floor of the fit is the
 # Monte-Carlo noise of its 16-row entropy estimates, not a misfit.
 
-# %%
+# %% papermill={"duration": 0.028428, "end_time": "2026-11-20T22:48:05.695922+00:00", "exception": false, "start_time": "2026-11-20T22:48:05.667494+00:00", "status": "completed"}
 rows = []
 for d, N, N_max in settings:
     eie_rule = scaling.make_rule("eie", d, net=nets[d])
@@ -118,10 +120,10 @@ for d, part in shown.groupby("d"):
     print(f"Table {5 if d == 16 else 7} (d = {d}):")
     print(part.drop(columns=["d", "N"]).set_index("n").T.round(4).to_string(), "\n")
 
-# %% [markdown]
+# %% [markdown] papermill={"duration": 0.002297, "end_time": "2026-11-20T22:48:05.700904+00:00", "exception": false, "start_time": "2026-11-20T22:48:05.698607+00:00", "status": "completed"}
 # ## Figures 3 and 4: $\lambda(n)$ for every rule
 
-# %%
+# %% papermill={"duration": 0.359698, "end_time": "2026-11-20T22:48:06.062840+00:00", "exception": false, "start_time": "2026-11-20T22:48:05.703142+00:00", "status": "completed"}
 keys = ["inv_sqrt_d", "ln_d", "log_N", "eie", "exact"]
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4), squeeze=False)
 for ax, (d, N, N_max) in zip(axes[0], settings):
@@ -132,17 +134,18 @@ for ax, (d, N, N_max) in zip(axes[0], settings):
     paper = lam_table[lam_table.d == d]
     ax.plot(paper.n, paper.lambda_paper, "x", color="black", ms=8, label="paper (Table %d)" % (5 if d == 16 else 7))
     ax.set(xlabel="$n$", ylabel=r"$\lambda(n)$", title=f"$d = {d}$, $N = {N}$ (Figure {3 if d == 16 else 4})")
+    length_axis(ax, N, N_max, log=False)
     ax.legend(fontsize=8)
 save_figure(fig, "figure3_4_lambda")
 plt.show()
 
-# %% [markdown]
+# %% [markdown] papermill={"duration": 0.002441, "end_time": "2026-11-20T22:48:06.068327+00:00", "exception": false, "start_time": "2026-11-20T22:48:06.065886+00:00", "status": "completed"}
 # ## Figures 2 and 5: the expected entropy the fitted scale produces
 #
 # Every curve uses the same normals; the grey band is $\pm 2$ standard errors around the target
 # $H(N, 1/\sqrt d)$. The entropy-invariant rules stay on it; $1/\sqrt d$ and $\ln n/d$ drift away.
 
-# %%
+# %% papermill={"duration": 2.686054, "end_time": "2026-11-20T22:48:08.756814+00:00", "exception": false, "start_time": "2026-11-20T22:48:06.070760+00:00", "status": "completed"}
 keys = ["inv_sqrt_d", "ln_d", "log_N", "eie", "exact"]
 curves = []
 for d, N, N_max in settings:
@@ -162,15 +165,15 @@ for ax, (d, N, N_max) in zip(axes[0], settings):
         c = curves[(curves.d == d) & (curves.rule == key)]
         ax.plot(c.n, c.H, label=scaling.make_rule(key, d, N=N, net=nets[d], table=tables[d]).label, **rule_kwargs(key))
     ax.axhspan(h0 - 2 * se0, h0 + 2 * se0, color="grey", alpha=0.3)
-    ax.set(xscale="log", xlabel="$n$", ylabel="expected entropy $H$ (nats)",
-           title=f"$d = {d}$ (Figure {2 if d == 16 else 5})")
+    ax.set(xlabel="$n$", ylabel="expected entropy $H$ (nats)", title=f"$d = {d}$ (Figure {2 if d == 16 else 5})")
+    length_axis(ax, N, N_max)
     ax.legend(fontsize=8)
 save_figure(fig, "figure2_5_entropy")
 plt.show()
 
-# %% [markdown]
+# %% [markdown] papermill={"duration": 0.00274, "end_time": "2026-11-20T22:48:08.762845+00:00", "exception": false, "start_time": "2026-11-20T22:48:08.760105+00:00", "status": "completed"}
 # Largest deviation from the target entropy over $N \le n \le N_{max}$, in nats:
 
-# %%
+# %% papermill={"duration": 0.010948, "end_time": "2026-11-20T22:48:08.776394+00:00", "exception": false, "start_time": "2026-11-20T22:48:08.765446+00:00", "status": "completed"}
 dev = curves.assign(dev=lambda c: (c.H - c.d.map({d: h.target_entropy for d, h in histories.items()})).abs())
 print(dev.groupby(["d", "rule"], sort=False).dev.max().unstack("d").round(3).to_string())

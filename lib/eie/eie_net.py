@@ -22,6 +22,9 @@ Three points the paper leaves open are parameters or documented choices here:
 - `n_sampling`: Algorithm 2 draws "random integers" in (N, N_max] without a distribution. Default
   "log-uniform", which gives n in (N, 2N] as much weight as n in (8N, 16N]; "uniform" is the
   literal reading.
+One caveat the paper does not mention: f > 0 makes the exact integral increase with n, but Eq. 12's
+single 5-point rule moves its nodes with n, so for a rough f the quadrature can decrease (a test
+shows it for random parameters). Fitted nets are smooth; notebook 02 checks their monotonicity.
 The paper gives no initialisation either. ReQU has zero gradient for negative input, so a net whose
 output pre-activation starts negative everywhere never moves: the output bias starts where f is
 constant and lambda(N_max) equals the large-n-limit solution for the fitted target entropy.

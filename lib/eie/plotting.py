@@ -34,3 +34,12 @@ def save_figure(fig, name: str):
     path = figures_dir() / f"{name}.png"
     fig.savefig(path, metadata={"Software": None})
     return path
+
+
+def length_axis(ax, N: int, N_max: int, log: bool = True) -> None:
+    """x axis over sequence lengths, ticked at N * 2^k (the lengths the tables report)."""
+    ticks = [N * 2**k for k in range(0, 16) if N * 2**k <= N_max]
+    if log:
+        ax.set_xscale("log")
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())

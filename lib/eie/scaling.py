@@ -125,7 +125,6 @@ class ExactTable:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         frame = pd.DataFrame({"n": self.n, "lambda": self.lam, "se": self.se})
-        frame.attrs = {}
         header = f"# d={self.d} N={self.N} N_max={self.N_max} target_entropy={self.target_entropy:.8f}\n"
         path.write_text(header + frame.to_csv(index=False, float_format="%.8f"))
         return path
