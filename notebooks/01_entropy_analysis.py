@@ -13,7 +13,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.001941, "end_time": "2026-11-20T22:46:47.479920+00:00", "exception": false, "start_time": "2026-11-20T22:46:47.477979+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.006287, "end_time": "2026-11-20T23:09:33.754934+00:00", "exception": false, "start_time": "2026-11-20T23:09:33.748647+00:00", "status": "completed"}
 # # 01 · Expected attention entropy under each scaling rule
 #
 # Reproduces the content of **Figure 2** (expected entropy $H(n, \lambda(n))$ against $n$ for each
@@ -28,7 +28,7 @@
 # smooth and their differences carry little noise. Standard errors are printed beside the means.
 # The fitted EIE net and the exact $\lambda^*$ come in notebook 02.
 
-# %% papermill={"duration": 0.007867, "end_time": "2026-11-20T22:46:47.489368+00:00", "exception": false, "start_time": "2026-11-20T22:46:47.481501+00:00", "status": "completed"} tags=["parameters"]
+# %% papermill={"duration": 0.013017, "end_time": "2026-11-20T23:09:33.769599+00:00", "exception": false, "start_time": "2026-11-20T23:09:33.756582+00:00", "status": "completed"} tags=["parameters"]
 settings = [[16, 100, 1600], [32, 120, 1920]]  # [d, N (training length), N_max]
 rules = ["inv_sqrt_d", "ln_sqrt_d", "ln_d", "log_N", "ssmax"]
 samples = 2048  # Monte-Carlo rows per (n, lambda)
@@ -38,7 +38,7 @@ eq21_heads = 8
 seed = 0
 run = "default"
 
-# %% papermill={"duration": 1.987047, "end_time": "2026-11-20T22:46:49.478165+00:00", "exception": false, "start_time": "2026-11-20T22:46:47.491118+00:00", "status": "completed"}
+# %% papermill={"duration": 3.248969, "end_time": "2026-11-20T23:09:37.020429+00:00", "exception": false, "start_time": "2026-11-20T23:09:33.771460+00:00", "status": "completed"}
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
@@ -51,14 +51,14 @@ apply_style()
 out = results_dir(run)
 pd.set_option("display.precision", 3)
 
-# %% [markdown] papermill={"duration": 0.001222, "end_time": "2026-11-20T22:46:49.481228+00:00", "exception": false, "start_time": "2026-11-20T22:46:49.480006+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.001478, "end_time": "2026-11-20T23:09:37.028162+00:00", "exception": false, "start_time": "2026-11-20T23:09:37.026684+00:00", "status": "completed"}
 # ## Entropy against $n$ for each rule (Figure 2's content)
 #
 # $\ln n/\sqrt d$ (and Scalable-Softmax's $\ln(n+1)/\sqrt d$) scale the logits by ~4.6 already at
 # $n = 100$: attention collapses onto a handful of keys, which is the paper's explanation for that
 # rule's poor bin-packing results. $1/\sqrt d$ lets the entropy grow like $\ln n$.
 
-# %% papermill={"duration": 3.26451, "end_time": "2026-11-20T22:46:52.747001+00:00", "exception": false, "start_time": "2026-11-20T22:46:49.482491+00:00", "status": "completed"}
+# %% papermill={"duration": 15.031545, "end_time": "2026-11-20T23:09:52.061149+00:00", "exception": false, "start_time": "2026-11-20T23:09:37.029604+00:00", "status": "completed"}
 curves = []
 for d, N, N_max in settings:
     n_grid = np.unique(np.round(np.geomspace(10, N_max, curve_points))).astype(int)
@@ -82,13 +82,13 @@ axes[0][0].legend()
 save_figure(fig, "01_entropy_by_rule")
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.001587, "end_time": "2026-11-20T22:46:52.750705+00:00", "exception": false, "start_time": "2026-11-20T22:46:52.749118+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.001643, "end_time": "2026-11-20T23:09:52.065180+00:00", "exception": false, "start_time": "2026-11-20T23:09:52.063537+00:00", "status": "completed"}
 # ## Relative entropy change from the training length
 #
 # $\big(H(n, \lambda(n)) - H(N, \lambda(N))\big) / H(N, \lambda(N))$ at $n = N \cdot 2^k$. The paper's
 # hypothesis: the smaller this change, the better the model extrapolates.
 
-# %% papermill={"duration": 0.471371, "end_time": "2026-11-20T22:46:53.223645+00:00", "exception": false, "start_time": "2026-11-20T22:46:52.752274+00:00", "status": "completed"}
+# %% papermill={"duration": 2.619284, "end_time": "2026-11-20T23:09:54.686242+00:00", "exception": false, "start_time": "2026-11-20T23:09:52.066958+00:00", "status": "completed"}
 rows = []
 for d, N, N_max in settings:
     ns = N * 2 ** np.arange(int(np.log2(N_max // N)) + 1)
@@ -103,7 +103,7 @@ change.to_csv(out / "relative_entropy_change.csv", index=False, float_format="%.
 table = change.pivot_table(index=["d", "rule"], columns="n/N", values="relative change", sort=False)
 print(table.round(3).to_string())
 
-# %% papermill={"duration": 0.526987, "end_time": "2026-11-20T22:46:53.753217+00:00", "exception": false, "start_time": "2026-11-20T22:46:53.226230+00:00", "status": "completed"}
+# %% papermill={"duration": 0.666116, "end_time": "2026-11-20T23:09:55.360261+00:00", "exception": false, "start_time": "2026-11-20T23:09:54.694145+00:00", "status": "completed"}
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 3.6), squeeze=False)
 for ax, (d, N, N_max) in zip(axes[0], settings):
     c = change[change.d == d]
@@ -116,14 +116,14 @@ axes[0][0].legend(fontsize=8)
 save_figure(fig, "01_relative_entropy_change")
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.00168, "end_time": "2026-11-20T22:46:53.757382+00:00", "exception": false, "start_time": "2026-11-20T22:46:53.755702+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.002079, "end_time": "2026-11-20T23:09:55.369046+00:00", "exception": false, "start_time": "2026-11-20T23:09:55.366967+00:00", "status": "completed"}
 # ## Eq. 6 against Eq. 21 (Figure 7)
 #
 # Eq. 21 drops the independence of $q$ and $k$: both come from one $X \sim \mathcal N(0, I)$ through
 # $W_Q, W_K$ with entries $\mathcal N(0, 1/(hd))$, and the query's own key is among the keys.
 # Shown for $\lambda = 1/\sqrt d$ and $\lambda = \ln n / d$.
 
-# %% papermill={"duration": 1.04867, "end_time": "2026-11-20T22:46:54.807821+00:00", "exception": false, "start_time": "2026-11-20T22:46:53.759151+00:00", "status": "completed"}
+# %% papermill={"duration": 6.455721, "end_time": "2026-11-20T23:10:01.831172+00:00", "exception": false, "start_time": "2026-11-20T23:09:55.375451+00:00", "status": "completed"}
 rows = []
 for d, N, N_max in settings:
     ns = N * 2 ** np.arange(int(np.log2(N_max // N)) + 1)
@@ -141,7 +141,7 @@ eq["z"] = eq.difference / np.sqrt(eq.se_eq6**2 + eq.se_eq21**2)
 eq.to_csv(out / "eq6_vs_eq21.csv", index=False, float_format="%.6f")
 print(eq[["d", "rule", "n", "H_eq6", "H_eq21", "difference"]].round(3).to_string(index=False))
 
-# %% papermill={"duration": 0.33739, "end_time": "2026-11-20T22:46:55.147446+00:00", "exception": false, "start_time": "2026-11-20T22:46:54.810056+00:00", "status": "completed"}
+# %% papermill={"duration": 0.462626, "end_time": "2026-11-20T23:10:02.298228+00:00", "exception": false, "start_time": "2026-11-20T23:10:01.835602+00:00", "status": "completed"}
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 3.6), squeeze=False)
 for ax, (d, N, N_max) in zip(axes[0], settings):
     for key in ["inv_sqrt_d", "ln_d"]:
@@ -155,13 +155,13 @@ axes[0][0].legend(fontsize=8)
 save_figure(fig, "figure7_eq6_vs_eq21")
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.00189, "end_time": "2026-11-20T22:46:55.151820+00:00", "exception": false, "start_time": "2026-11-20T22:46:55.149930+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.006738, "end_time": "2026-11-20T23:10:02.313687+00:00", "exception": false, "start_time": "2026-11-20T23:10:02.306949+00:00", "status": "completed"}
 # The two agree to a few hundredths of a nat: the largest gap, relative to the entropy, is
 
-# %% papermill={"duration": 0.00706, "end_time": "2026-11-20T22:46:55.160816+00:00", "exception": false, "start_time": "2026-11-20T22:46:55.153756+00:00", "status": "completed"}
+# %% papermill={"duration": 0.013986, "end_time": "2026-11-20T23:10:02.330098+00:00", "exception": false, "start_time": "2026-11-20T23:10:02.316112+00:00", "status": "completed"}
 print(f"max |Eq. 21 - Eq. 6| / H = {np.max(np.abs(eq.difference) / eq.H_eq6):.3f}")
 
-# %% [markdown] papermill={"duration": 0.001827, "end_time": "2026-11-20T22:46:55.164585+00:00", "exception": false, "start_time": "2026-11-20T22:46:55.162758+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.005425, "end_time": "2026-11-20T23:10:02.339968+00:00", "exception": false, "start_time": "2026-11-20T23:10:02.334543+00:00", "status": "completed"}
 # ## Where the Gaussian limit $H \approx \ln n - \sigma^2/2$ holds
 #
 # For a fixed query norm, $\sigma = \lambda |q|$, the softmax normaliser concentrates once
@@ -169,7 +169,7 @@ print(f"max |Eq. 21 - Eq. 6| / H = {np.max(np.abs(eq.difference) / eq.H_eq6):.3f
 # Monte Carlo, for several $\sigma$ ($\sigma = 1$ is $\lambda = 1/\sqrt d$ at a typical $|q| = \sqrt d$;
 # EIE's $\lambda(1600) \approx 0.7$ with $d = 16$ gives $\sigma \approx 2.8$).
 
-# %% papermill={"duration": 2.17299, "end_time": "2026-11-20T22:46:57.339427+00:00", "exception": false, "start_time": "2026-11-20T22:46:55.166437+00:00", "status": "completed"}
+# %% papermill={"duration": 6.242943, "end_time": "2026-11-20T23:10:08.589467+00:00", "exception": false, "start_time": "2026-11-20T23:10:02.346524+00:00", "status": "completed"}
 sigmas = [0.5, 1.0, 1.5, 2.0, 2.8]
 n_limit = np.unique(np.round(np.geomspace(10, 2**15, 12))).astype(int)
 rows = []
@@ -193,7 +193,7 @@ save_figure(fig, "01_gaussian_limit")
 plt.show()
 print(limit.pivot_table(index="sigma", columns="n", values="error").iloc[:, ::3].round(2).to_string())
 
-# %% [markdown] papermill={"duration": 0.00224, "end_time": "2026-11-20T22:46:57.344525+00:00", "exception": false, "start_time": "2026-11-20T22:46:57.342285+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.00244, "end_time": "2026-11-20T23:10:08.595771+00:00", "exception": false, "start_time": "2026-11-20T23:10:08.593331+00:00", "status": "completed"}
 # The limit is good to a few hundredths of a nat for $\sigma \le 1$ from $n \approx 100$ on, but
 # for $\sigma \gtrsim 2$ it overestimates the entropy by tenths of a nat or more until $n$ is far
 # beyond $e^{\sigma^2}$: exactly the regime $\lambda(n)$ reaches at large $n$. An entropy-invariant scale therefore cannot be read off the

@@ -13,7 +13,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.002147, "end_time": "2026-11-20T22:46:59.364701+00:00", "exception": false, "start_time": "2026-11-20T22:46:59.362554+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.003774, "end_time": "2026-11-20T23:10:11.802130+00:00", "exception": false, "start_time": "2026-11-20T23:10:11.798356+00:00", "status": "completed"}
 # # 02 · Fitting the EIE net, and the exact entropy-invariant scale
 #
 # Reproduces **Figures 3 and 4** ($\lambda(n)$ learned by EIE for $d = 16$ and $d = 32$, here beside
@@ -32,12 +32,12 @@
 # Outputs: `results/<run>/eie_lambda.csv` (`d,N,n,lambda_eie,lambda_exact,lambda_paper`), the fitted
 # nets and $\lambda^*$ tables in `results/<run>/eie_nets/`, where the training notebooks load them.
 
-# %% papermill={"duration": 0.008684, "end_time": "2026-11-20T22:46:59.375259+00:00", "exception": false, "start_time": "2026-11-20T22:46:59.366575+00:00", "status": "completed"} tags=["parameters"]
+# %% papermill={"duration": 0.012506, "end_time": "2026-11-20T23:10:11.818628+00:00", "exception": false, "start_time": "2026-11-20T23:10:11.806122+00:00", "status": "completed"} tags=["parameters"]
 settings = [[16, 100, 1600], [32, 120, 1920]]  # [d, N (training length), N_max]
-epochs = 500
-batch_size = 256
-lr = 1e-3
-lr_decay = 0.99
+eie_epochs = 500
+eie_batch_size = 256
+eie_lr = 1e-3
+eie_lr_decay = 0.99
 fit_samples = 16  # Monte-Carlo rows per n_i in each step
 first_activation = "requr"  # "requr" (text after Eq. 9) or "relu" (Eq. 9 as written)
 input_scale = "gaussian"  # "gaussian", "log", "unit" or "raw" (see eie/eie_net.py)
@@ -47,7 +47,7 @@ entropy_samples = 2048  # rows per point of the entropy curves
 seed = 0
 run = "default"
 
-# %% papermill={"duration": 2.067133, "end_time": "2026-11-20T22:47:01.443949+00:00", "exception": false, "start_time": "2026-11-20T22:46:59.376816+00:00", "status": "completed"}
+# %% papermill={"duration": 3.352095, "end_time": "2026-11-20T23:10:15.172529+00:00", "exception": false, "start_time": "2026-11-20T23:10:11.820434+00:00", "status": "completed"}
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
@@ -61,7 +61,7 @@ from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
 apply_style()
 out = results_dir(run)
 
-# %% [markdown] papermill={"duration": 0.001068, "end_time": "2026-11-20T22:47:01.446720+00:00", "exception": false, "start_time": "2026-11-20T22:47:01.445652+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.001482, "end_time": "2026-11-20T23:10:15.180313+00:00", "exception": false, "start_time": "2026-11-20T23:10:15.178831+00:00", "status": "completed"}
 # ## Fit the EIE nets and solve for $\lambda^*$
 #
 # The fitted net is saved with its $d$, $N$, $N_{max}$ and open choices; loading it back for another
@@ -69,10 +69,10 @@ out = results_dir(run)
 # Monte-Carlo estimator with fixed normals (a smooth, decreasing function of $\lambda$), and
 # interpolated monotonically in $\ln n$.
 
-# %% papermill={"duration": 63.818623, "end_time": "2026-11-20T22:48:05.266415+00:00", "exception": false, "start_time": "2026-11-20T22:47:01.447792+00:00", "status": "completed"}
+# %% papermill={"duration": 214.280474, "end_time": "2026-11-20T23:13:49.466350+00:00", "exception": false, "start_time": "2026-11-20T23:10:15.185876+00:00", "status": "completed"}
 nets, tables, histories = {}, {}, {}
 for d, N, N_max in settings:
-    net, history = fit_eie(d, N, N_max, epochs=epochs, batch_size=batch_size, lr=lr, lr_decay=lr_decay,
+    net, history = fit_eie(d, N, N_max, epochs=eie_epochs, batch_size=eie_batch_size, lr=eie_lr, lr_decay=eie_lr_decay,
                            samples=fit_samples, seed=seed, n_sampling=n_sampling,
                            first_activation=first_activation, input_scale=input_scale)
     save_eie_net(net, eie_net_path(d, N, N_max, run))
@@ -85,7 +85,7 @@ for d, N, N_max in settings:
           f"(standard error {history.target_se:.4f}); fitted lambda(n) increasing on [N, N_max]: "
           f"{bool(np.all(np.diff(lam_dense) > 0))}")
 
-# %% papermill={"duration": 0.390933, "end_time": "2026-11-20T22:48:05.660105+00:00", "exception": false, "start_time": "2026-11-20T22:48:05.269172+00:00", "status": "completed"}
+# %% papermill={"duration": 0.378492, "end_time": "2026-11-20T23:13:49.854112+00:00", "exception": false, "start_time": "2026-11-20T23:13:49.475620+00:00", "status": "completed"}
 fig, ax = plt.subplots(figsize=(6, 3.5))
 for d, history in histories.items():
     loss = pd.Series(history.loss)
@@ -95,13 +95,13 @@ ax.legend()
 save_figure(fig, "02_eie_fit_loss")
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.002173, "end_time": "2026-11-20T22:48:05.665238+00:00", "exception": false, "start_time": "2026-11-20T22:48:05.663065+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.007085, "end_time": "2026-11-20T23:13:49.866017+00:00", "exception": false, "start_time": "2026-11-20T23:13:49.858932+00:00", "status": "completed"}
 # ## Tables 5 and 7: $\lambda$ at $n = N \cdot 2^k$
 #
 # `se exact` is the Monte-Carlo standard error of $\lambda^*$. The loss floor of the fit is the
 # Monte-Carlo noise of its 16-row entropy estimates, not a misfit.
 
-# %% papermill={"duration": 0.028428, "end_time": "2026-11-20T22:48:05.695922+00:00", "exception": false, "start_time": "2026-11-20T22:48:05.667494+00:00", "status": "completed"}
+# %% papermill={"duration": 0.043479, "end_time": "2026-11-20T23:13:49.918085+00:00", "exception": false, "start_time": "2026-11-20T23:13:49.874606+00:00", "status": "completed"}
 rows = []
 for d, N, N_max in settings:
     eie_rule = scaling.make_rule("eie", d, net=nets[d])
@@ -120,10 +120,10 @@ for d, part in shown.groupby("d"):
     print(f"Table {5 if d == 16 else 7} (d = {d}):")
     print(part.drop(columns=["d", "N"]).set_index("n").T.round(4).to_string(), "\n")
 
-# %% [markdown] papermill={"duration": 0.002297, "end_time": "2026-11-20T22:48:05.700904+00:00", "exception": false, "start_time": "2026-11-20T22:48:05.698607+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.01134, "end_time": "2026-11-20T23:13:49.938180+00:00", "exception": false, "start_time": "2026-11-20T23:13:49.926840+00:00", "status": "completed"}
 # ## Figures 3 and 4: $\lambda(n)$ for every rule
 
-# %% papermill={"duration": 0.359698, "end_time": "2026-11-20T22:48:06.062840+00:00", "exception": false, "start_time": "2026-11-20T22:48:05.703142+00:00", "status": "completed"}
+# %% papermill={"duration": 0.522544, "end_time": "2026-11-20T23:13:50.469482+00:00", "exception": false, "start_time": "2026-11-20T23:13:49.946938+00:00", "status": "completed"}
 keys = ["inv_sqrt_d", "ln_d", "log_N", "eie", "exact"]
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4), squeeze=False)
 for ax, (d, N, N_max) in zip(axes[0], settings):
@@ -139,13 +139,13 @@ for ax, (d, N, N_max) in zip(axes[0], settings):
 save_figure(fig, "figure3_4_lambda")
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.002441, "end_time": "2026-11-20T22:48:06.068327+00:00", "exception": false, "start_time": "2026-11-20T22:48:06.065886+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.009247, "end_time": "2026-11-20T23:13:50.492187+00:00", "exception": false, "start_time": "2026-11-20T23:13:50.482940+00:00", "status": "completed"}
 # ## Figures 2 and 5: the expected entropy the fitted scale produces
 #
 # Every curve uses the same normals; the grey band is $\pm 2$ standard errors around the target
 # $H(N, 1/\sqrt d)$. The entropy-invariant rules stay on it; $1/\sqrt d$ and $\ln n/d$ drift away.
 
-# %% papermill={"duration": 2.686054, "end_time": "2026-11-20T22:48:08.756814+00:00", "exception": false, "start_time": "2026-11-20T22:48:06.070760+00:00", "status": "completed"}
+# %% papermill={"duration": 8.862694, "end_time": "2026-11-20T23:13:59.364023+00:00", "exception": false, "start_time": "2026-11-20T23:13:50.501329+00:00", "status": "completed"}
 keys = ["inv_sqrt_d", "ln_d", "log_N", "eie", "exact"]
 curves = []
 for d, N, N_max in settings:
@@ -171,9 +171,9 @@ for ax, (d, N, N_max) in zip(axes[0], settings):
 save_figure(fig, "figure2_5_entropy")
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.00274, "end_time": "2026-11-20T22:48:08.762845+00:00", "exception": false, "start_time": "2026-11-20T22:48:08.760105+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.009099, "end_time": "2026-11-20T23:13:59.386873+00:00", "exception": false, "start_time": "2026-11-20T23:13:59.377774+00:00", "status": "completed"}
 # Largest deviation from the target entropy over $N \le n \le N_{max}$, in nats:
 
-# %% papermill={"duration": 0.010948, "end_time": "2026-11-20T22:48:08.776394+00:00", "exception": false, "start_time": "2026-11-20T22:48:08.765446+00:00", "status": "completed"}
+# %% papermill={"duration": 0.025794, "end_time": "2026-11-20T23:13:59.421724+00:00", "exception": false, "start_time": "2026-11-20T23:13:59.395930+00:00", "status": "completed"}
 dev = curves.assign(dev=lambda c: (c.H - c.d.map({d: h.target_entropy for d, h in histories.items()})).abs())
 print(dev.groupby(["d", "rule"], sort=False).dev.max().unstack("d").round(3).to_string())

@@ -1,0 +1,108 @@
+"""Extrapolation evaluation: fixed seeded test sets at n = N * 2^k, greedy decoding in chunks with a
+feasibility check of every solution, a classical reference solver, and the long-format result table
+
+    problem, setting, method, seed, n, objective, gap_pct
+
+`method` names the scaling rule used at test time; the training-free rules (EIE, exact lambda*,
+calibrated log) are applied to the model trained with 1/sqrt(d), the others to the model trained
+with that rule. `gap_pct` = 100 * (mean objective / mean reference objective - 1) over the instances
+the reference solved (the first `reference_size` of each test set).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .model import AttentionModel, AttentionScale
+from .problems import make_problem
+from .scaling import ScalingRule
+
+# Which trained model each test-time rule is applied to.
+TRAINING_FREE = ("eie", "exact", "log_N")
+
+
+def trained_rule_for(method: str) -> str:
+    return "inv_sqrt_d" if method in TRAINING_FREE else method
+
+
+def extrapolation_lengths(n_train: int, n_max: int) -> list[int]:
+    """n = N * 2^k up to n_max (the tables' columns)."""
+    if n_max < n_train:
+        raise ValueError(f"n_max ({n_max}) must be at least the training length ({n_train})")
+    return [n_train * 2**k for k in range(0, 32) if n_train * 2**k <= n_max]
+
+
+def fixed_test_set(problem, n: int, size: int, seed: int = 1234, device="cpu") -> dict:
+    """The fixed test set of `size` instances at size n (the same for every method and model seed)."""
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + n)
+    return problem.generate(size, n, generator, device)
+
+
+@torch.no_grad()
+def solve_greedy(model: AttentionModel, instance: dict, rule: ScalingRule, chunk: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy solutions and costs with `rule` injected (same sites and n mode as trained), chunked.
+
+    Every solution is checked by the problem's feasibility check before its cost is returned.
+    """
+    trained_scale = model.scale
+    model.scale = AttentionScale(rule, sites=trained_scale.sites, n_mode=trained_scale.n_mode)
+    model.eval()
+    try:
+        batch = next(iter(instance.values())).shape[0]
+        costs, solutions = [], []
+        for start in range(0, batch, chunk):
+            part = {k: v[start:start + chunk] for k, v in instance.items()}
+            solution, _ = model.rollout(part, "greedy")
+            model.problem.check(part, solution)
+            costs.append(model.problem.cost(part, solution))
+            solutions.append(solution)
+        return torch.cat(solutions), torch.cat(costs)
+    finally:
+        model.scale = trained_scale
+
+
+def lkh_tsp_costs(coords: torch.Tensor, runs: int = 1, scale: float = 1e5) -> np.ndarray:
+    """Tour lengths found by LKH (the `elkai` package) on coordinates scaled to integers.
+
+    LKH optimises the rounded integer distances of the scaled coordinates; the returned lengths are
+    the true Euclidean lengths of its tours in the original units.
+    """
+    import elkai
+
+    from .problems.tsp import TSP
+
+    coords = coords.detach().cpu()
+    tours = []
+    for xy in coords:
+        points = {i: (int(round(float(x) * scale)), int(round(float(y) * scale))) for i, (x, y) in enumerate(xy)}
+        tour = elkai.Coordinates2D(points).solve_tsp(runs=runs)[:-1]
+        tours.append(tour)
+    solution = torch.as_tensor(np.array(tours), dtype=torch.long)
+    problem = TSP()
+    problem.check({"coords": coords}, solution)
+    return problem.cost({"coords": coords}, solution).numpy()
+
+
+def reference_costs(problem_name: str, instance: dict, **options) -> np.ndarray:
+    if problem_name == "tsp":
+        return lkh_tsp_costs(instance["coords"], **options)
+    raise ValueError(f"no reference solver for {problem_name!r}")
+
+
+def summarise(table: pd.DataFrame, paper: dict | None = None) -> pd.DataFrame:
+    """Mean (std over seeds) per method and n, in the layout of the paper's tables."""
+    grouped = table.groupby(["setting", "method", "n"], sort=False)
+    stats = grouped.agg(objective_mean=("objective", "mean"), objective_std=("objective", "std"),
+                        gap_mean=("gap_pct", "mean"), gap_std=("gap_pct", "std"), seeds=("seed", "nunique")).reset_index()
+    return stats
+
+
+def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
+    if std is None or (isinstance(std, float) and math.isnan(std)):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ({std:.{digits}f})"

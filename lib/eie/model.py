@@ -1,0 +1,202 @@
+"""The CO-Transformer: Kool et al.'s Attention Model with LayerNorm and an injected attention scale.
+
+Encoder: a linear embedding of the node features (from the problem), then `layers` blocks of
+    x = LN(x + MHA(x));  x = LN(x + FF(x))        (h = 8 heads of d = 16, width 128, FF 128-512-128)
+with no positional encoding, so the whole model is permutation equivariant (Theorem 1).
+Decoder: query = W_g mean(nodes) + W_c [problem step context]; a multi-head glimpse over the nodes
+still allowed; single-head pointer logits C tanh(q.k / sqrt(D)) with C = 10; masked log-softmax.
+What does not change within an episode (node keys and values, the graph part of the query) is
+computed once per instance (`Decoder.precompute`), so a decoding step costs O(n D) per instance.
+
+The attention scale is injected (`AttentionScale`): every softmax over the nodes with head size d
+(encoder self-attention and the decoder glimpse, by default both; `sites`) uses lambda(n) from a
+scaling rule instead of 1/sqrt(d). Which n the rule sees is `n_mode`: "instance" (the problem size,
+default) or "unmasked" (while decoding, the number of nodes the glimpse may still attend to; the
+encoder always sees the problem size). The pointer logits keep the 1/sqrt(D) of the model width.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .scaling import ScalingRule, inv_sqrt_d
+
+SITES = ("encoder", "glimpse")
+N_MODES = ("instance", "unmasked")
+
+
+@dataclass
+class AttentionScale:
+    """Which scaling rule the attention softmaxes use, where, and with which n."""
+
+    rule: ScalingRule
+    sites: tuple[str, ...] = SITES
+    n_mode: str = "instance"
+
+    def __post_init__(self):
+        unknown = set(self.sites) - set(SITES)
+        if unknown:
+            raise ValueError(f"unknown attention sites {sorted(unknown)}; choose from {SITES}")
+        if self.n_mode not in N_MODES:
+            raise ValueError(f"n_mode must be one of {N_MODES}, got {self.n_mode!r}")
+        self.sites = tuple(self.sites)
+
+    def __call__(self, site: str, n: torch.Tensor) -> torch.Tensor:
+        """lambda for `site`, per instance: n is a (B,) tensor of sizes."""
+        rule = self.rule if site in self.sites else inv_sqrt_d(self.rule.d)
+        return rule(n.to(torch.float64)).to(torch.float32)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    dim: int = 128
+    heads: int = 8
+    layers: int = 3
+    ff_hidden: int = 512
+    tanh_clip: float = 10.0
+
+    @property
+    def head_dim(self) -> int:
+        return self.dim // self.heads
+
+    def __post_init__(self):
+        if self.dim % self.heads:
+            raise ValueError(f"the model width {self.dim} must be a multiple of the number of heads {self.heads}")
+
+
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.out = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        batch, n, dim = x.shape
+        q, k, v = self.qkv(x).view(batch, n, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+        q = q * scale.view(batch, 1, 1, 1)  # lambda(n) replaces 1/sqrt(d)
+        o = F.scaled_dot_product_attention(q, k, v, scale=1.0)  # (B, H, n, d)
+        return self.out(o.transpose(1, 2).reshape(batch, n, dim))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.attention = MultiHeadSelfAttention(config.dim, config.heads)
+        self.norm1 = nn.LayerNorm(config.dim)
+        self.ff = nn.Sequential(nn.Linear(config.dim, config.ff_hidden), nn.ReLU(), nn.Linear(config.ff_hidden, config.dim))
+        self.norm2 = nn.LayerNorm(config.dim)
+
+    def forward(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        x = self.norm1(x + self.attention(x, scale))
+        return self.norm2(x + self.ff(x))
+
+
+@dataclass
+class DecoderCache:
+    """Per-episode precomputation: node embeddings, graph query, glimpse keys/values, logit keys."""
+
+    nodes: torch.Tensor  # (B, n, D)
+    graph: torch.Tensor  # (B, D)
+    glimpse_k: torch.Tensor  # (B, H, n, d)
+    glimpse_v: torch.Tensor  # (B, H, n, d)
+    logit_k: torch.Tensor  # (B, n, D)
+
+
+class Decoder(nn.Module):
+    def __init__(self, config: ModelConfig, step_context: nn.Module):
+        super().__init__()
+        self.config = config
+        self.project_nodes = nn.Linear(config.dim, 3 * config.dim, bias=False)
+        self.project_graph = nn.Linear(config.dim, config.dim, bias=False)
+        self.step_context = step_context
+        self.project_out = nn.Linear(config.dim, config.dim, bias=False)
+
+    def precompute(self, nodes: torch.Tensor) -> DecoderCache:
+        batch, n, dim = nodes.shape
+        heads = self.config.heads
+        gk, gv, lk = self.project_nodes(nodes).chunk(3, dim=-1)
+        split = lambda t: t.view(batch, n, heads, dim // heads).transpose(1, 2)  # noqa: E731
+        return DecoderCache(nodes, self.project_graph(nodes.mean(1)), split(gk), split(gv), lk.contiguous())
+
+    def step(self, cache: DecoderCache, state, scale: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities (B, n) of the next action; -inf where the state forbids it."""
+        batch, n, dim = cache.nodes.shape
+        heads = self.config.heads
+        mask = state.mask()  # (B, n) True = not allowed
+        query = cache.graph + self.step_context(state, cache.nodes)  # (B, D)
+        q = query.view(batch, heads, 1, dim // heads) * scale.view(batch, 1, 1, 1)
+        glimpse = F.scaled_dot_product_attention(q, cache.glimpse_k, cache.glimpse_v, attn_mask=~mask[:, None, None, :], scale=1.0)
+        glimpse = self.project_out(glimpse.reshape(batch, dim))
+        logits = torch.bmm(cache.logit_k, glimpse[:, :, None])[..., 0] / math.sqrt(dim)
+        logits = self.config.tanh_clip * torch.tanh(logits)
+        return torch.log_softmax(logits.masked_fill(mask, float("-inf")), dim=-1)
+
+
+class AttentionModel(nn.Module):
+    """Encoder-decoder policy for any problem of `eie.problems`."""
+
+    def __init__(self, problem, scale: AttentionScale, config: ModelConfig = ModelConfig()):
+        super().__init__()
+        if scale.rule.d != config.head_dim:
+            raise ValueError(f"the scaling rule is for head size d={scale.rule.d}, the model has d={config.head_dim}")
+        self.problem = problem
+        self.scale = scale
+        self.config = config
+        self.embed = problem.make_node_embedding(config.dim)
+        self.encoder = nn.ModuleList(EncoderLayer(config) for _ in range(config.layers))
+        self.decoder = Decoder(config, problem.make_step_context(config.dim))
+
+    def encode(self, instance: dict) -> torch.Tensor:
+        x = self.embed(instance)
+        n = torch.full((x.shape[0],), float(self.problem.size(instance)), device=x.device)
+        scale = self.scale("encoder", n)
+        for layer in self.encoder:
+            x = layer(x, scale)
+        return x
+
+    def glimpse_scale(self, instance: dict, state) -> torch.Tensor:
+        mask = state.mask()
+        if self.scale.n_mode == "unmasked":
+            n = (~mask).sum(1).clamp(min=1).to(torch.float32)
+        else:
+            n = torch.full((mask.shape[0],), float(self.problem.size(instance)), device=mask.device)
+        return self.scale("glimpse", n)
+
+    def rollout(self, instance: dict, decode: str = "greedy", generator: torch.Generator | None = None,
+                recompute_each_step: bool = False):
+        """Decode whole solutions: returns (solution (B, steps), summed log-likelihood (B,)).
+
+        decode: "greedy" or "sample" (draws from `generator`). recompute_each_step: re-project the
+        node keys and values at every step (the straightforward decoder, for benchmarks only).
+        """
+        if decode not in ("greedy", "sample"):
+            raise ValueError(f"decode must be 'greedy' or 'sample', got {decode!r}")
+        nodes = self.encode(instance)
+        cache = self.decoder.precompute(nodes)
+        state = self.problem.initial_state(instance)
+        log_likelihood = torch.zeros(nodes.shape[0], device=nodes.device)
+        fixed_scale = None if self.scale.n_mode == "unmasked" else self.glimpse_scale(instance, state)
+        while not state.done:
+            if recompute_each_step:
+                cache = self.decoder.precompute(nodes)
+            scale = fixed_scale if fixed_scale is not None else self.glimpse_scale(instance, state)
+            log_p = self.decoder.step(cache, state, scale)
+            if decode == "greedy":
+                action = log_p.argmax(dim=1)
+            else:
+                action = torch.multinomial(log_p.exp(), 1, generator=generator)[:, 0]
+            log_likelihood = log_likelihood + log_p.gather(1, action[:, None])[:, 0]
+            state = state.update(action)
+        return state.solution(), log_likelihood
+
+    def first_step_log_probs(self, instance: dict) -> torch.Tensor:
+        """Log-probabilities of the first action (for equivariance checks)."""
+        nodes = self.encode(instance)
+        state = self.problem.initial_state(instance)
+        return self.decoder.step(self.decoder.precompute(nodes), state, self.glimpse_scale(instance, state))

@@ -1,0 +1,14 @@
+"""Combinatorial problems behind one small interface (see `base.py`), served by one model and one
+training loop."""
+
+from .base import Problem
+from .tsp import TSP
+
+PROBLEMS = {"tsp": TSP}
+
+
+def make_problem(name: str, **options) -> Problem:
+    try:
+        return PROBLEMS[name](**options)
+    except KeyError:
+        raise ValueError(f"unknown problem {name!r}; choose from {', '.join(PROBLEMS)}") from None

@@ -1,0 +1,105 @@
+"""The travelling salesman problem: n cities uniform in [-1, 1]^2 (as in the EIE paper); cost is the
+length of the closed tour."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .base import InfeasibleSolution
+
+
+@dataclass(frozen=True)
+class TSPState:
+    """Batched decoding state: the first and last city, the visited set, the tour so far."""
+
+    first: torch.Tensor  # (B,) long, -1 before the first step
+    last: torch.Tensor  # (B,) long
+    visited: torch.Tensor  # (B, n) bool
+    tour: torch.Tensor  # (B, step) long
+
+    @property
+    def step(self) -> int:
+        return self.tour.shape[1]
+
+    @property
+    def done(self) -> bool:
+        return self.step == self.visited.shape[1]
+
+    def mask(self) -> torch.Tensor:
+        return self.visited
+
+    def update(self, action: torch.Tensor) -> "TSPState":
+        first = action if self.step == 0 else self.first
+        visited = self.visited.scatter(1, action[:, None], True)
+        return TSPState(first, action, visited, torch.cat([self.tour, action[:, None]], dim=1))
+
+    def solution(self) -> torch.Tensor:
+        return self.tour
+
+
+class TSPStepContext(nn.Module):
+    """[first city, last city] embeddings; a learned placeholder before the first step (Kool et al.)."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.placeholder = nn.Parameter(torch.empty(2 * dim).uniform_(-1, 1))
+        self.project = nn.Linear(2 * dim, dim, bias=False)
+
+    def forward(self, state: TSPState, nodes: torch.Tensor) -> torch.Tensor:
+        if state.step == 0:
+            context = self.placeholder.expand(nodes.shape[0], -1)
+        else:
+            index = torch.stack([state.first, state.last], dim=1)[..., None].expand(-1, -1, nodes.shape[-1])
+            context = nodes.gather(1, index).flatten(1)
+        return self.project(context)
+
+
+class TSPNodeEmbedding(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.linear = nn.Linear(2, dim)
+
+    def forward(self, instance: dict) -> torch.Tensor:
+        return self.linear(instance["coords"])
+
+
+class TSP:
+    name = "tsp"
+
+    def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:
+        if n < 2 or batch < 1:
+            raise ValueError(f"a TSP batch needs n >= 2 cities and batch >= 1, got n={n}, batch={batch}")
+        coords = torch.rand(batch, n, 2, generator=generator) * 2 - 1
+        return {"coords": coords.to(device)}
+
+    def size(self, instance: dict) -> int:
+        return instance["coords"].shape[1]
+
+    def initial_state(self, instance: dict) -> TSPState:
+        coords = instance["coords"]
+        batch, n = coords.shape[:2]
+        empty = torch.full((batch,), -1, dtype=torch.long, device=coords.device)
+        visited = torch.zeros(batch, n, dtype=torch.bool, device=coords.device)
+        return TSPState(empty, empty, visited, torch.zeros(batch, 0, dtype=torch.long, device=coords.device))
+
+    def cost(self, instance: dict, solution: torch.Tensor) -> torch.Tensor:
+        ordered = instance["coords"].gather(1, solution[..., None].expand(-1, -1, 2))
+        return (ordered - ordered.roll(-1, dims=1)).norm(dim=-1).sum(1)
+
+    def check(self, instance: dict, solution: torch.Tensor) -> None:
+        batch, n = instance["coords"].shape[:2]
+        if solution.shape != (batch, n):
+            raise InfeasibleSolution(f"expected tours of shape {(batch, n)}, got {tuple(solution.shape)}")
+        expected = torch.arange(n, device=solution.device).expand(batch, -1)
+        bad = (solution.sort(dim=1).values != expected).any(1).nonzero()[:, 0]
+        if len(bad):
+            raise InfeasibleSolution(f"TSP tours must visit each of the {n} cities once; instances {bad[:5].tolist()} do not")
+
+    def make_node_embedding(self, dim: int) -> nn.Module:
+        return TSPNodeEmbedding(dim)
+
+    def make_step_context(self, dim: int) -> nn.Module:
+        return TSPStepContext(dim)

@@ -1,0 +1,119 @@
+"""The study driver the training notebooks call: fitted scales, trained models, extrapolation tables.
+
+One set of functions serves every problem: `ensure_scales` (EIE net and exact lambda* for the
+training length, loaded from `results/<run>/eie_nets/` or fitted there), `train_models` (one model
+per trained rule and seed, resumable), `evaluate` (every method on the fixed test sets, with the
+reference solver, into the long-format table) and `table_by_method` (the paper's layout).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from . import scaling
+from .eie_net import fit_eie, load_eie_net, save_eie_net
+from .evaluation import reference_costs, solve_greedy, extrapolation_lengths, fixed_test_set, trained_rule_for
+from .paths import eie_net_path, exact_table_path, results_dir
+from .training import TrainConfig, resolve_device, train
+
+RESULT_COLUMNS = ["problem", "setting", "method", "seed", "n", "objective", "gap_pct"]
+
+
+def ensure_scales(d: int, N: int, N_max: int, run: str = "default", **fit_options):
+    """The EIE net and the exact lambda* table for (d, N, N_max): loaded when saved, else fitted and saved.
+
+    Silent either way (a fit takes ~10 s), so a notebook prints the same whether it fitted or loaded.
+    """
+    net_path, table_path = eie_net_path(d, N, N_max, run), exact_table_path(d, N, N_max, run)
+    if net_path.exists():
+        net = load_eie_net(net_path, d=d, N=N)
+    else:
+        net, _ = fit_eie(d, N, N_max, progress=False, **fit_options)
+        save_eie_net(net, net_path)
+    if table_path.exists():
+        table = scaling.ExactTable.load(table_path, d=d)
+    else:
+        table = scaling.solve_exact(d, N, N_max)
+        table.save(table_path)
+    if table.N != N or table.N_max < N_max or net.config.N_max < N_max:
+        raise ValueError(f"saved scales in {net_path.parent} do not cover N={N}..{N_max}; delete them to refit")
+    return net, table
+
+
+def train_models(rules, seeds, run: str = "default", device: str = "auto", progress: bool = True, **config):
+    """Train one model per (rule, seed); checkpoints in results/<run>/checkpoints/ make reruns resume.
+
+    Returns ({(rule, seed): model}, training log with columns rule, seed, epoch, ...).
+    """
+    models, logs = {}, []
+    folder = results_dir(run) / "checkpoints"
+    for seed in seeds:
+        for rule in rules:
+            cfg = TrainConfig(rule=rule, seed=seed, **config)
+            result = train(cfg, folder, name=f"{cfg.problem}_{rule}_n{cfg.n_train}_seed{seed}", device=device,
+                           progress=progress)
+            models[(rule, seed)] = result.model
+            logs.append(result.log.assign(rule=rule, seed=seed))
+    return models, pd.concat(logs, ignore_index=True)
+
+
+def method_rule(method: str, d: int, N: int, net, table) -> scaling.ScalingRule:
+    return scaling.make_rule(method, d, N=N, net=net, table=table)
+
+
+def evaluate(models: dict, methods, n_train: int, n_max: int, net, table, test_size: int, setting: str = "",
+             test_seed: int = 1234, reference_size: int = 32, reference_options: dict | None = None,
+             chunk: int = 256, device: str = "auto", progress: bool = True):
+    """Every method on the fixed test sets at n = N * 2^k <= n_max.
+
+    Returns (long table with RESULT_COLUMNS, per-instance costs {(method, seed, n): array},
+    reference costs {n: array}).
+    """
+    device = resolve_device(device)
+    any_model = next(iter(models.values()))
+    problem, d = any_model.problem, any_model.config.head_dim
+    seeds = sorted({seed for _, seed in models})
+    lengths = extrapolation_lengths(n_train, n_max)
+    rows, per_instance, references = [], {}, {}
+    bar = tqdm(total=len(lengths) * (1 + len(seeds) * len(methods)), desc=f"evaluate {problem.name}",
+               disable=not progress, mininterval=1.0)
+    for n in lengths:
+        instances = fixed_test_set(problem, n, test_size, test_seed, device)
+        k = min(reference_size, test_size)
+        reference = reference_costs(problem.name, {key: v[:k] for key, v in instances.items()},
+                                    **(reference_options or {})) if k > 0 else np.array([])
+        references[n] = reference
+        bar.update()
+        for seed in seeds:
+            for method in methods:
+                model = models[(trained_rule_for(method), seed)].to(device)
+                _, costs = solve_greedy(model, instances, method_rule(method, d, n_train, net, table), chunk=chunk)
+                costs = costs.cpu().numpy()
+                per_instance[(method, seed, n)] = costs
+                gap = 100 * (costs[:k].mean() / reference.mean() - 1) if k > 0 else float("nan")
+                rows.append({"problem": problem.name, "setting": setting, "method": method, "seed": seed, "n": n,
+                             "objective": float(costs.mean()), "gap_pct": float(gap)})
+                bar.update()
+        rows.append({"problem": problem.name, "setting": setting, "method": "reference", "seed": -1, "n": n,
+                     "objective": float(reference.mean()) if k > 0 else float("nan"), "gap_pct": 0.0})
+    bar.close()
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS), per_instance, references
+
+
+def table_by_method(results: pd.DataFrame, value: str = "objective", digits: int = 2) -> pd.DataFrame:
+    """Methods by n, each cell 'mean (std over seeds)'; the best mean per column marked with *."""
+    stats = results[results.method != "reference"].groupby(["method", "n"], sort=False)[value].agg(["mean", "std"])
+    means = stats["mean"].unstack("n")
+    cells = stats.apply(lambda r: f"{r['mean']:.{digits}f}" + ("" if np.isnan(r["std"]) else f" ({r['std']:.{digits}f})"),
+                        axis=1).unstack("n")
+    best = means.idxmin() if value in ("objective", "gap_pct") else means.idxmax()
+    for n, method in best.items():
+        cells.loc[method, n] = "*" + cells.loc[method, n]
+    return cells.loc[means.index]
+
+
+def save_instance_costs(per_instance: dict, path) -> None:
+    np.savez_compressed(path, **{f"{m}|{s}|{n}": v for (m, s, n), v in per_instance.items()})

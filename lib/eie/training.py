@@ -1,0 +1,233 @@
+"""REINFORCE with a greedy rollout baseline (Kool et al. 2019), for any problem of `eie.problems`.
+
+Each step samples solutions for a fresh batch with the current policy and greedily decodes the same
+batch with the baseline policy; the loss is mean((cost - baseline cost) * log-likelihood). After
+each epoch the current policy and the baseline are decoded greedily on a held-out set; when a
+one-sided paired t-test says the current policy is better (p < alpha) it becomes the baseline and a
+new held-out set is drawn. Option `lr_decay_on_p` is the EIE paper's rule: when that p-value
+exceeds 0.95 the learning rate is multiplied by 0.95.
+
+A checkpoint is written atomically after every epoch (model, baseline, optimiser, random-generator
+states, held-out set); a run started again with the same configuration resumes from it and ends
+exactly where an uninterrupted run would. Each epoch appends a row to a CSV log.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import torch
+from scipy import stats
+from tqdm import tqdm
+
+from .model import AttentionModel, AttentionScale, ModelConfig
+from .problems import make_problem
+from .scaling import make_rule
+
+TRAINABLE_RULES = ("inv_sqrt_d", "ln_d", "ln_sqrt_d", "log_N", "ssmax")
+CHECKPOINT_FORMAT = "eie-train/1"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    problem: str = "tsp"
+    problem_options: dict = field(default_factory=dict)
+    n_train: int = 100
+    rule: str = "inv_sqrt_d"
+    sites: tuple = ("encoder", "glimpse")
+    n_mode: str = "instance"
+    epochs: int = 500
+    steps_per_epoch: int = 10
+    batch_size: int = 256
+    lr: float = 1e-4
+    max_grad_norm: float = 1.0
+    baseline_eval_size: int = 1024
+    alpha: float = 0.05
+    lr_decay_on_p: bool = False
+    seed: int = 0
+    model: ModelConfig = ModelConfig()
+
+    def __post_init__(self):
+        if self.rule not in TRAINABLE_RULES:
+            raise ValueError(f"models are trained with one of {TRAINABLE_RULES}, got {self.rule!r} "
+                             "(EIE and the exact rule are applied to a model trained with 'inv_sqrt_d')")
+        for name in ("n_train", "epochs", "steps_per_epoch", "batch_size", "baseline_eval_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not (self.lr > 0 and 0 < self.alpha < 1 and self.max_grad_norm > 0):
+            raise ValueError("lr > 0, 0 < alpha < 1 and max_grad_norm > 0 are required")
+
+    def resume_key(self) -> dict:
+        """Everything but the number of epochs must match to resume (a run may be extended)."""
+        key = asdict(self)
+        key.pop("epochs")
+        key["sites"] = list(key["sites"])
+        return key
+
+
+def build_model(config: TrainConfig, device="cpu") -> AttentionModel:
+    problem = make_problem(config.problem, **config.problem_options)
+    rule = make_rule(config.rule, config.model.head_dim, N=config.n_train)
+    scale = AttentionScale(rule, sites=config.sites, n_mode=config.n_mode)
+    return AttentionModel(problem, scale, config.model).to(device)
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but CUDA is not available here; use 'cpu' or 'auto'")
+    return torch.device(device)
+
+
+@torch.no_grad()
+def greedy_cost(model: AttentionModel, instance: dict, chunk: int = 1024) -> torch.Tensor:
+    """Greedy costs, decoded in chunks to bound memory."""
+    model.eval()
+    batch = next(iter(instance.values())).shape[0]
+    costs = []
+    for start in range(0, batch, chunk):
+        part = {k: v[start:start + chunk] for k, v in instance.items()}
+        solution, _ = model.rollout(part, "greedy")
+        costs.append(model.problem.cost(part, solution))
+    return torch.cat(costs)
+
+
+def paired_t_test_p(candidate: torch.Tensor, baseline: torch.Tensor) -> float:
+    """One-sided p-value of H1: the candidate's mean cost is lower than the baseline's."""
+    diff = (candidate - baseline).double().cpu().numpy()
+    if diff.std() == 0:
+        return 0.0 if diff.mean() < 0 else 1.0
+    return float(stats.ttest_rel(candidate.double().cpu().numpy(), baseline.double().cpu().numpy(), alternative="less").pvalue)
+
+
+def _save_atomic(payload: dict, path: Path) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def _load_checkpoint(path: Path, config: TrainConfig) -> dict:
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as error:
+        raise ValueError(f"checkpoint {path} cannot be read ({error}); delete it to start this run afresh") from error
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is not a training checkpoint of this study; delete it or choose another run folder")
+    if payload["config"] != config.resume_key():
+        changed = sorted(k for k in payload["config"] if payload["config"][k] != config.resume_key().get(k))
+        raise ValueError(f"checkpoint {path} was written with different settings ({', '.join(changed)}); "
+                         "use another run folder or delete the checkpoint")
+    return payload
+
+
+@dataclass
+class TrainResult:
+    model: AttentionModel
+    log: pd.DataFrame
+    checkpoint: Path
+
+
+def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "auto",
+          progress: bool = True) -> TrainResult:
+    """Train (or resume) one model; checkpoint and log live in `run_dir` under `name`."""
+    device = resolve_device(device)
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    name = name or f"{config.problem}_{config.rule}_n{config.n_train}_seed{config.seed}"
+    checkpoint, log_path = run_dir / f"{name}.pt", run_dir / f"{name}_log.csv"
+
+    torch.manual_seed(config.seed)  # parameter initialisation
+    model = build_model(config, device)
+    baseline = copy.deepcopy(model)
+    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
+    data_gen = torch.Generator().manual_seed(config.seed * 7919 + 1)
+    sample_gen = torch.Generator(device=device).manual_seed(config.seed * 7919 + 2)
+    problem = model.problem
+
+    def new_eval_set():
+        return problem.generate(config.baseline_eval_size, config.n_train, data_gen, device)
+
+    start_epoch, rows = 0, []
+    if checkpoint.exists():
+        state = _load_checkpoint(checkpoint, config)
+        model.load_state_dict(state["model"])
+        baseline.load_state_dict(state["baseline"])
+        optimiser.load_state_dict(state["optimiser"])
+        data_gen.set_state(state["data_gen"])
+        sample_gen.set_state(state["sample_gen"].to(sample_gen.get_state().device))
+        eval_set = {k: v.to(device) for k, v in state["eval_set"].items()}
+        start_epoch, rows = state["epoch"], state["log"]
+    else:
+        eval_set = new_eval_set()
+    baseline_costs = greedy_cost(baseline, eval_set)
+
+    bar = tqdm(range(start_epoch, config.epochs), desc=name, disable=not progress, initial=start_epoch,
+               total=config.epochs, mininterval=1.0)
+    for epoch in bar:
+        started = time.perf_counter()
+        model.train()
+        costs, base = [], []
+        for _ in range(config.steps_per_epoch):
+            batch = problem.generate(config.batch_size, config.n_train, data_gen, device)
+            solution, log_likelihood = model.rollout(batch, "sample", generator=sample_gen)
+            cost = problem.cost(batch, solution)
+            with torch.no_grad():
+                baseline.eval()
+                base_solution, _ = baseline.rollout(batch, "greedy")
+                base_cost = problem.cost(batch, base_solution)
+            loss = ((cost - base_cost) * log_likelihood).mean()
+            optimiser.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+            optimiser.step()
+            costs.append(float(cost.mean()))
+            base.append(float(base_cost.mean()))
+        candidate_costs = greedy_cost(model, eval_set)
+        p_value = paired_t_test_p(candidate_costs, baseline_costs)
+        updated = p_value < config.alpha
+        lr = optimiser.param_groups[0]["lr"]
+        if updated:
+            baseline.load_state_dict(model.state_dict())
+            eval_set = new_eval_set()
+            baseline_costs = greedy_cost(baseline, eval_set)
+        elif config.lr_decay_on_p and p_value > 0.95:
+            for group in optimiser.param_groups:
+                group["lr"] *= 0.95
+        rows.append({"epoch": epoch + 1, "train_cost": sum(costs) / len(costs), "baseline_cost": sum(base) / len(base),
+                     "eval_cost": float(candidate_costs.mean()), "p_value": p_value, "baseline_updated": updated,
+                     "lr": lr, "seconds": time.perf_counter() - started})
+        _save_atomic({"format": CHECKPOINT_FORMAT, "config": config.resume_key(), "epoch": epoch + 1,
+                      "model": model.state_dict(), "baseline": baseline.state_dict(),
+                      "optimiser": optimiser.state_dict(), "data_gen": data_gen.get_state(),
+                      "sample_gen": sample_gen.get_state(), "eval_set": {k: v.cpu() for k, v in eval_set.items()},
+                      "log": rows}, checkpoint)
+        pd.DataFrame(rows).to_csv(log_path, index=False)
+    model.eval()
+    return TrainResult(model, pd.DataFrame(rows), checkpoint)
+
+
+def load_trained(path, device: str = "cpu") -> AttentionModel:
+    """The current policy from a training checkpoint (its configuration is rebuilt from the file)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no training checkpoint at {path}: train the model first (notebook 03)")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=False)
+        key = dict(payload["config"])
+        key["model"] = ModelConfig(**key["model"])
+        key["sites"] = tuple(key["sites"])
+        config = TrainConfig(epochs=max(payload["epoch"], 1), **key)
+        model = build_model(config, resolve_device(device))
+        model.load_state_dict(payload["model"])
+    except Exception as error:
+        raise ValueError(f"{path} is not a loadable training checkpoint ({error})") from error
+    model.eval()
+    return model

@@ -1,0 +1,160 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] papermill={"duration": 0.002173, "end_time": "2026-11-20T23:14:03.756239+00:00", "exception": false, "start_time": "2026-11-20T23:14:03.754066+00:00", "status": "completed"}
+# # 03 · TSP: train short, test long (Table 2)
+#
+# Trains the CO-Transformer (Kool et al.'s Attention Model with LayerNorm; `eie.model`) with
+# REINFORCE and a greedy rollout baseline (`eie.training`) on TSP with `n_train` cities, one model
+# per seed for each rule that changes the scale at the training length ($1/\sqrt d$, $\ln n/d$,
+# $\ln n/\sqrt d$), then decodes greedily on fixed test sets at $n = N \cdot 2^k$ up to `n_max`.
+# The model trained with $1/\sqrt d$ is also run, unchanged, with the training-free rules: **EIE**,
+# the **exact** entropy-invariant $\lambda^*$ and the calibrated $\log_N n/\sqrt d$. Every tour is
+# checked to be a permutation; gaps are against LKH (`elkai`) on the first `reference_size`
+# instances of each test set.
+#
+# The defaults are smoke-sized (TSP20 → 160, a few epochs, two seeds) so the notebook runs in
+# minutes on a laptop CPU; `presets/paper.yaml` holds the paper's settings (TSP100 → 1600, 500 × 10
+# steps of batch 256, five seeds, 16384 test instances), meant for a GPU:
+# `papermill notebooks/03_train_tsp.ipynb out.ipynb -f presets/paper.yaml`.
+# Results: `results/<run>/tsp.csv` (long format), per-instance costs, training logs and checkpoints.
+
+# %% papermill={"duration": 0.011892, "end_time": "2026-11-20T23:14:03.770042+00:00", "exception": false, "start_time": "2026-11-20T23:14:03.758150+00:00", "status": "completed"} tags=["parameters"]
+n_train = 20  # training length N
+n_max = 160  # test at n = N * 2^k up to n_max
+rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # trained with these scales
+training_free = ["eie", "exact", "log_N"]  # applied to the inv_sqrt_d model at test time
+seeds = [0, 1]
+epochs = 4
+steps_per_epoch = 10
+batch_size = 64
+lr = 1e-4
+max_grad_norm = 1.0
+baseline_eval_size = 256
+lr_decay_on_p = False  # the paper's "lr x 0.95 when p > 0.95"
+sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
+n_mode = "instance"  # "instance" or "unmasked" (n the rules see while decoding)
+test_size = 256
+test_seed = 1234
+reference_size = 32  # LKH on the first instances of each test set
+lkh_runs = 1
+eval_chunk = 256
+device = "auto"
+progress = True
+run = "default"
+
+# %% papermill={"duration": 3.602235, "end_time": "2026-11-20T23:14:07.373924+00:00", "exception": false, "start_time": "2026-11-20T23:14:03.771689+00:00", "status": "completed"}
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from eie import study
+from eie.paper import METHOD_LABELS, PAPER_TSP, paper_table
+from eie.paths import results_dir
+from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
+
+apply_style()
+out = results_dir(run)
+suffix = "" if run == "default" else f"_{run}"
+d = 16  # head size of the model (width 128, 8 heads)
+methods = list(rules) + [m for m in training_free if "inv_sqrt_d" in rules]
+
+# %% [markdown] papermill={"duration": 0.00285, "end_time": "2026-11-20T23:14:07.381070+00:00", "exception": false, "start_time": "2026-11-20T23:14:07.378220+00:00", "status": "completed"}
+# ## Entropy-invariant scales for this training length
+#
+# The EIE net and the exact $\lambda^*$ are fitted for $(d, N, N_{max})$ = (16, `n_train`, `n_max`),
+# or loaded from `results/<run>/eie_nets/` when notebook 02 or an earlier run saved them.
+
+# %% papermill={"duration": 19.168922, "end_time": "2026-11-20T23:14:26.555206+00:00", "exception": false, "start_time": "2026-11-20T23:14:07.386284+00:00", "status": "completed"}
+net, table = study.ensure_scales(d, n_train, n_max, run=run)
+print("lambda at n = N * 2^k:")
+for n in [n_train * 2**k for k in range(8) if n_train * 2**k <= n_max]:
+    print(f"  n = {n:5d}: EIE {float(net(float(n)).detach()):.3f}, exact {study.method_rule('exact', d, n_train, net, table)(n):.3f}")
+
+# %% [markdown] papermill={"duration": 0.00153, "end_time": "2026-11-20T23:14:26.558744+00:00", "exception": false, "start_time": "2026-11-20T23:14:26.557214+00:00", "status": "completed"}
+# ## Training
+#
+# Checkpoints are written after every epoch to `results/<run>/checkpoints/`: rerunning the notebook
+# resumes each model where it stopped (and skips finished ones).
+
+# %% papermill={"duration": 133.988649, "end_time": "2026-11-20T23:16:40.550416+00:00", "exception": false, "start_time": "2026-11-20T23:14:26.561767+00:00", "status": "completed"}
+models, logs = study.train_models(
+    rules, seeds, run=run, device=device, progress=progress, problem="tsp", n_train=n_train, epochs=epochs,
+    steps_per_epoch=steps_per_epoch, batch_size=batch_size, lr=lr, max_grad_norm=max_grad_norm,
+    baseline_eval_size=baseline_eval_size, lr_decay_on_p=lr_decay_on_p, sites=tuple(sites), n_mode=n_mode)
+logs.to_csv(out / "tsp_training_log.csv", index=False, float_format="%.6f")
+print(logs.groupby(["rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
+
+# %% papermill={"duration": 0.633131, "end_time": "2026-11-20T23:16:41.191375+00:00", "exception": false, "start_time": "2026-11-20T23:16:40.558244+00:00", "status": "completed"}
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+for (rule, seed), log in logs.groupby(["rule", "seed"]):
+    axes[0].plot(log.epoch, log.eval_cost, alpha=0.8, label=f"{METHOD_LABELS[rule]}, seed {seed}", **rule_kwargs(rule))
+    axes[1].plot(log.epoch, log.p_value, alpha=0.8, **rule_kwargs(rule))
+axes[0].set(xlabel="epoch", ylabel=f"greedy tour length, TSP{n_train}", title="held-out cost")
+axes[1].axhline(0.05, color="grey", ls=":")
+axes[1].set(xlabel="epoch", ylabel="p-value (paired t-test)", yscale="log", title="baseline test")
+axes[0].legend(fontsize=7)
+save_figure(fig, f"03_tsp_training{suffix}")
+plt.show()
+
+# %% [markdown] papermill={"duration": 0.007131, "end_time": "2026-11-20T23:16:41.206153+00:00", "exception": false, "start_time": "2026-11-20T23:16:41.199022+00:00", "status": "completed"}
+# ## Extrapolation (Table 2)
+
+# %% papermill={"duration": 132.283197, "end_time": "2026-11-20T23:18:53.493128+00:00", "exception": false, "start_time": "2026-11-20T23:16:41.209931+00:00", "status": "completed"}
+results, per_instance, references = study.evaluate(
+    models, methods, n_train, n_max, net, table, test_size=test_size, test_seed=test_seed,
+    reference_size=reference_size, reference_options={"runs": lkh_runs}, chunk=eval_chunk, device=device,
+    progress=progress)
+results.to_csv(out / "tsp.csv", index=False, float_format="%.4f")
+study.save_instance_costs(per_instance, out / "tsp_instance_costs.npz")
+print("Every reported tour passed the permutation check.")
+
+# %% [markdown] papermill={"duration": 0.01715, "end_time": "2026-11-20T23:18:53.531581+00:00", "exception": false, "start_time": "2026-11-20T23:18:53.514431+00:00", "status": "completed"}
+# Mean tour length (standard deviation over seeds), best per column starred; then the gap to LKH
+# in percent.
+
+# %% papermill={"duration": 0.046732, "end_time": "2026-11-20T23:18:53.594960+00:00", "exception": false, "start_time": "2026-11-20T23:18:53.548228+00:00", "status": "completed"}
+labels = lambda frame: frame.rename(index=METHOD_LABELS)  # noqa: E731
+print("Tour length:")
+print(labels(study.table_by_method(results, "objective")).to_string())
+print("\nGap to LKH (%):")
+print(labels(study.table_by_method(results, "gap_pct", digits=1)).to_string())
+print("\nLKH mean tour length:", {n: round(float(r.mean()), 2) for n, r in references.items()})
+
+# %% [markdown] papermill={"duration": 0.016099, "end_time": "2026-11-20T23:18:53.622130+00:00", "exception": false, "start_time": "2026-11-20T23:18:53.606031+00:00", "status": "completed"}
+# The paper's Table 2 (TSP100 → 1600, five seeds), for comparison when `n_train = 100`:
+
+# %% papermill={"duration": 0.028332, "end_time": "2026-11-20T23:18:53.667241+00:00", "exception": false, "start_time": "2026-11-20T23:18:53.638909+00:00", "status": "completed"}
+print(paper_table(PAPER_TSP).to_string())
+
+# %% papermill={"duration": 0.519753, "end_time": "2026-11-20T23:18:54.203819+00:00", "exception": false, "start_time": "2026-11-20T23:18:53.684066+00:00", "status": "completed"}
+stats = results[results.method != "reference"].groupby(["method", "n"], sort=False).agg(
+    objective=("objective", "mean"), objective_std=("objective", "std"), gap=("gap_pct", "mean"),
+    gap_std=("gap_pct", "std")).reset_index()
+fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+for method, s in stats.groupby("method", sort=False):
+    kw = rule_kwargs(method)
+    axes[0].errorbar(s.n, s.objective, yerr=s.objective_std.fillna(0), marker="o", capsize=3, label=METHOD_LABELS[method], **kw)
+    axes[1].errorbar(s.n, s.gap, yerr=s.gap_std.fillna(0), marker="o", capsize=3, **kw)
+ref = results[results.method == "reference"]
+axes[0].plot(ref.n, ref.objective, "k:", marker="x", label="LKH (subset)")
+axes[0].set(ylabel="mean tour length", yscale="log", title=f"TSP, trained on n = {n_train}")
+axes[1].set(ylabel="gap to LKH (%)", title="bars: std over seeds")
+for ax in axes:
+    ax.set_xlabel("$n$")
+    length_axis(ax, n_train, n_max)
+axes[0].legend(fontsize=8)
+save_figure(fig, f"03_tsp_extrapolation{suffix}")
+plt.show()

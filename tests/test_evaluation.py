@@ -1,0 +1,50 @@
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from eie import scaling, study
+from eie.evaluation import lkh_tsp_costs, solve_greedy, extrapolation_lengths, fixed_test_set, trained_rule_for
+from eie.model import AttentionModel, AttentionScale
+from eie.problems import TSP
+
+
+def test_lengths_double_up_to_n_max():
+    assert extrapolation_lengths(20, 160) == [20, 40, 80, 160]
+    assert extrapolation_lengths(100, 1000) == [100, 200, 400, 800]
+    with pytest.raises(ValueError, match="n_max"):
+        extrapolation_lengths(100, 50)
+
+
+def test_test_sets_are_fixed_and_prefix_stable():
+    a = fixed_test_set(TSP(), 30, 16, seed=5)
+    b = fixed_test_set(TSP(), 30, 64, seed=5)
+    assert torch.equal(a["coords"], b["coords"][:16])  # the reference subset is the same instances
+
+
+def test_lkh_finds_the_square_and_beats_an_untrained_model():
+    square = torch.tensor([[[0.0, 0.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]])
+    assert lkh_tsp_costs(square)[0] == pytest.approx(4.0)
+    inst = fixed_test_set(TSP(), 25, 6)
+    torch.manual_seed(0)
+    model = AttentionModel(TSP(), AttentionScale(scaling.inv_sqrt_d(16)))
+    _, greedy = solve_greedy(model, inst, scaling.inv_sqrt_d(16), chunk=4)
+    assert np.all(lkh_tsp_costs(inst["coords"]) <= greedy.numpy() + 1e-6)
+
+
+def test_solve_greedy_restores_the_trained_scale():
+    model = AttentionModel(TSP(), AttentionScale(scaling.inv_sqrt_d(16), n_mode="unmasked"))
+    solve_greedy(model, fixed_test_set(TSP(), 10, 3), scaling.ln_d(16))
+    assert model.scale.rule.key == "inv_sqrt_d" and model.scale.n_mode == "unmasked"
+
+
+def test_training_free_rules_use_the_base_model():
+    assert trained_rule_for("eie") == trained_rule_for("exact") == trained_rule_for("log_N") == "inv_sqrt_d"
+    assert trained_rule_for("ln_d") == "ln_d"
+
+
+def test_table_marks_the_best_mean():
+    results = pd.DataFrame({"problem": "tsp", "setting": "", "method": ["a", "a", "b", "b"], "seed": [0, 1, 0, 1],
+                            "n": 10, "objective": [1.0, 1.2, 2.0, 2.2], "gap_pct": [1, 2, 3, 4]})
+    table = study.table_by_method(results)
+    assert table.loc["a", 10] == "*1.10 (0.14)" and table.loc["b", 10] == "2.10 (0.14)"

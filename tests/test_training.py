@@ -1,0 +1,57 @@
+import numpy as np
+import pytest
+import torch
+
+from eie.training import TrainConfig, build_model, greedy_cost, load_trained, paired_t_test_p, train
+
+SMALL = dict(problem="tsp", n_train=8, steps_per_epoch=2, batch_size=16, baseline_eval_size=32, lr=1e-3)
+
+
+def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path):
+    straight = train(TrainConfig(epochs=3, **SMALL), tmp_path / "a", progress=False, device="cpu")
+    train(TrainConfig(epochs=2, **SMALL), tmp_path / "b", progress=False, device="cpu")  # "interrupted" after 2
+    resumed = train(TrainConfig(epochs=3, **SMALL), tmp_path / "b", progress=False, device="cpu")
+    for (name, p), q in zip(straight.model.state_dict().items(), resumed.model.state_dict().values()):
+        assert torch.equal(p, q), name
+    assert len(resumed.log) == 3
+    pd_cols = ["train_cost", "baseline_cost", "eval_cost", "p_value"]
+    assert np.allclose(straight.log[pd_cols].to_numpy(), resumed.log[pd_cols].to_numpy())
+
+
+def test_checkpoint_guards(tmp_path):
+    result = train(TrainConfig(epochs=1, **SMALL), tmp_path, name="run", progress=False, device="cpu")
+    with pytest.raises(ValueError, match="different settings \\(lr\\)"):
+        train(TrainConfig(epochs=2, **{**SMALL, "lr": 5e-4}), tmp_path, name="run", progress=False, device="cpu")
+    model = load_trained(result.checkpoint)
+    assert model.scale.rule.key == "inv_sqrt_d"
+    (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="cannot be read"):
+        train(TrainConfig(epochs=1, **SMALL), tmp_path, name="bad", progress=False, device="cpu")
+    with pytest.raises(FileNotFoundError, match="no training checkpoint"):
+        load_trained(tmp_path / "missing.pt")
+
+
+def test_training_lowers_the_cost(tmp_path):
+    config = TrainConfig(epochs=8, **{**SMALL, "steps_per_epoch": 6, "batch_size": 64})
+    torch.manual_seed(config.seed)
+    untrained = build_model(config)
+    fixed = untrained.problem.generate(256, 8, torch.Generator().manual_seed(99))
+    result = train(config, tmp_path, progress=False, device="cpu")
+    assert float(greedy_cost(result.model, fixed).mean()) < 0.95 * float(greedy_cost(untrained, fixed).mean())
+    assert result.log.baseline_updated.any()
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="trained with one of"):
+        TrainConfig(rule="eie")
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        TrainConfig(batch_size=0)
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        train(TrainConfig(epochs=1, **SMALL), "unused", device="cuda:0") if not torch.cuda.is_available() else (_ for _ in ()).throw(ValueError("CUDA is not available"))
+
+
+def test_paired_t_test_direction():
+    better = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    worse = better + torch.tensor([0.5, 0.4, 0.6, 0.5])
+    assert paired_t_test_p(better, worse) < 0.01
+    assert paired_t_test_p(worse, better) > 0.99
