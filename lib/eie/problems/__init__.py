@@ -2,9 +2,10 @@
 training loop."""
 
 from .base import Problem
+from .cvrp import CVRP
 from .tsp import TSP
 
-PROBLEMS = {"tsp": TSP}
+PROBLEMS = {"tsp": TSP, "cvrp": CVRP}
 
 
 def make_problem(name: str, **options) -> Problem:
