@@ -72,3 +72,20 @@ def test_model_decodes_feasible_solutions_and_is_equivariant():
         a, b = model.first_step_log_probs(inst)[:, perm], model.first_step_log_probs(permuted)
     assert torch.equal(torch.isinf(a), torch.isinf(b))
     assert torch.allclose(a[~torch.isinf(a)], b[~torch.isinf(b)], atol=1e-5)
+
+
+def test_hgs_reference_is_feasible_and_beats_an_untrained_model():
+    from eie.evaluation import hgs_cvrp_costs
+
+    problem = CVRP(10)
+    inst = instance(batch=2, n=15)
+    reference = hgs_cvrp_costs(inst, problem.capacity, time_limit=0.2)
+    torch.manual_seed(0)
+    model = AttentionModel(problem, AttentionScale(scaling.inv_sqrt_d(16))).eval()
+    with torch.no_grad():
+        greedy = problem.cost(inst, model.rollout(inst)[0])
+    assert (reference <= greedy.numpy() + 1e-6).all()
+    # Total demand below one vehicle's capacity: one route; HGS's tour is then at least the TSP lower
+    # bound of going out to the farthest destination and back.
+    far = 2 * inst["coords"][:, 1:].sub(inst["coords"][:, :1]).norm(dim=-1).max(1).values
+    assert (reference >= far.numpy() - 1e-5).all()

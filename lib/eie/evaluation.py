@@ -88,10 +88,55 @@ def lkh_tsp_costs(coords: torch.Tensor, runs: int = 1, scale: float = 1e5) -> np
     return problem.cost({"coords": coords}, solution).numpy()
 
 
-def reference_costs(problem_name: str, instance: dict, **options) -> np.ndarray:
-    if problem_name == "tsp":
+def hgs_cvrp_costs(instance: dict, capacity: float, time_limit: float = 1.0, scale: float = 1e4,
+                   seed: int = 0) -> np.ndarray:
+    """Total distances found by HGS (the `pyvrp` package), `time_limit` seconds per instance.
+
+    Coordinates and distances are scaled by `scale` and rounded; demands (in units of C_v in the
+    instance) are scaled by C_v * `scale` and rounded *up*, so a solution feasible for the integer
+    data is feasible for the real one. Returned: the true Euclidean cost of each solution, after
+    the problem's own feasibility check.
+    """
+    import pyvrp
+    from pyvrp.stop import MaxRuntime
+
+    from .problems.cvrp import CVRP
+
+    coords = instance["coords"].detach().cpu().numpy()
+    demand = instance["demand"].detach().cpu().numpy()
+    solutions = []
+    for xy, dem in zip(coords, demand):
+        model = pyvrp.Model()
+        locations = [model.add_location(int(round(x * scale)), int(round(y * scale))) for x, y in xy]
+        model.add_depot(locations[0])
+        model.add_vehicle_type(num_available=len(xy) - 1, capacity=int(round(capacity * scale)))
+        for location, d in zip(locations[1:], dem[1:]):
+            model.add_client(location, delivery=int(np.ceil(d * capacity * scale)))
+        points = np.round(xy * scale)
+        dist = np.round(np.hypot(*(points[:, None, :] - points[None, :, :]).transpose(2, 0, 1))).astype(int)
+        for i, a in enumerate(locations):
+            for j, b in enumerate(locations):
+                model.add_edge(a, b, int(dist[i, j]))
+        result = model.solve(MaxRuntime(time_limit), seed=seed, display=False)
+        sequence = []
+        for route in result.best.routes():
+            sequence += [a.idx + 1 for a in route if a.type == pyvrp.ActivityType.CLIENT] + [0]
+        solutions.append(sequence)
+    width = max(len(s) for s in solutions)
+    solution = torch.tensor([s + [0] * (width - len(s)) for s in solutions], dtype=torch.long)
+    data = {"coords": torch.as_tensor(coords), "demand": torch.as_tensor(demand)}
+    problem = CVRP(capacity)
+    problem.check(data, solution)
+    return problem.cost(data, solution).numpy()
+
+
+def reference_costs(problem, instance: dict, **options) -> np.ndarray:
+    """The classical reference for `problem`: LKH for TSP, HGS for CVRP."""
+    if problem.name == "tsp":
         return lkh_tsp_costs(instance["coords"], **options)
-    raise ValueError(f"no reference solver for {problem_name!r}")
+    if problem.name == "cvrp":
+        return hgs_cvrp_costs(instance, problem.capacity, **options)
+    raise ValueError(f"no reference solver for {problem.name!r}")
 
 
 def summarise(table: pd.DataFrame, paper: dict | None = None) -> pd.DataFrame:

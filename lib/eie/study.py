@@ -83,7 +83,7 @@ def evaluate(models: dict, methods, n_train: int, n_max: int, net, table, test_s
     for n in lengths:
         instances = fixed_test_set(problem, n, test_size, test_seed, device)
         k = min(reference_size, test_size)
-        reference = reference_costs(problem.name, {key: v[:k] for key, v in instances.items()},
+        reference = reference_costs(problem, {key: v[:k] for key, v in instances.items()},
                                     **(reference_options or {})) if k > 0 else np.array([])
         references[n] = reference
         bar.update()
