@@ -151,6 +151,8 @@ for method, s in stats.groupby("method", sort=False):
 ref = results[results.method == "reference"]
 axes[0].plot(ref.n, ref.objective, "k:", marker="x", label="LKH (subset)")
 axes[0].set(ylabel="mean tour length", yscale="log", title=f"TSP, trained on n = {n_train}")
+axes[0].yaxis.set_major_formatter(plt.ScalarFormatter())
+axes[0].yaxis.set_minor_formatter(plt.NullFormatter())
 axes[1].set(ylabel="gap to LKH (%)", title="bars: std over seeds")
 for ax in axes:
     ax.set_xlabel("$n$")

@@ -43,9 +43,11 @@ def ensure_scales(d: int, N: int, N_max: int, run: str = "default", **fit_option
     return net, table
 
 
-def train_models(rules, seeds, run: str = "default", device: str = "auto", progress: bool = True, **config):
+def train_models(rules, seeds, run: str = "default", device: str = "auto", progress: bool = True, tag: str = "",
+                 **config):
     """Train one model per (rule, seed); checkpoints in results/<run>/checkpoints/ make reruns resume.
 
+    `tag` tells apart models of one problem with other settings (for example "_C15" for a capacity).
     Returns ({(rule, seed): model}, training log with columns rule, seed, epoch, ...).
     """
     models, logs = {}, []
@@ -53,7 +55,7 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
     for seed in seeds:
         for rule in rules:
             cfg = TrainConfig(rule=rule, seed=seed, **config)
-            result = train(cfg, folder, name=f"{cfg.problem}_{rule}_n{cfg.n_train}_seed{seed}", device=device,
+            result = train(cfg, folder, name=f"{cfg.problem}{tag}_{rule}_n{cfg.n_train}_seed{seed}", device=device,
                            progress=progress)
             models[(rule, seed)] = result.model
             logs.append(result.log.assign(rule=rule, seed=seed))
