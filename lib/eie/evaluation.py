@@ -11,15 +11,10 @@ the reference solved (the first `reference_size` of each test set).
 
 from __future__ import annotations
 
-import math
-import time
-
 import numpy as np
-import pandas as pd
 import torch
 
 from .model import AttentionModel, AttentionScale
-from .problems import make_problem
 from .scaling import ScalingRule
 
 # Which trained model each test-time rule is applied to.
@@ -137,17 +132,3 @@ def reference_costs(problem, instance: dict, **options) -> np.ndarray:
     if problem.name == "cvrp":
         return hgs_cvrp_costs(instance, problem.capacity, **options)
     raise ValueError(f"no reference solver for {problem.name!r}")
-
-
-def summarise(table: pd.DataFrame, paper: dict | None = None) -> pd.DataFrame:
-    """Mean (std over seeds) per method and n, in the layout of the paper's tables."""
-    grouped = table.groupby(["setting", "method", "n"], sort=False)
-    stats = grouped.agg(objective_mean=("objective", "mean"), objective_std=("objective", "std"),
-                        gap_mean=("gap_pct", "mean"), gap_std=("gap_pct", "std"), seeds=("seed", "nunique")).reset_index()
-    return stats
-
-
-def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
-    if std is None or (isinstance(std, float) and math.isnan(std)):
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} ({std:.{digits}f})"

@@ -18,7 +18,7 @@ encoder always sees the problem size). The pointer logits keep the 1/sqrt(D) of 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F

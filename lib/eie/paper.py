@@ -33,7 +33,7 @@ METHOD_LABELS = {
 }
 
 
-def paper_table(rows: dict) -> "pandas.DataFrame":
+def paper_table(rows: dict):
     """A paper table as mean (std) strings, methods by n."""
     import pandas as pd
 

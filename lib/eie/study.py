@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import torch
 from tqdm import tqdm
 
 from . import scaling

@@ -15,8 +15,6 @@ exactly where an uninterrupted run would. Each epoch appends a row to a CSV log.
 from __future__ import annotations
 
 import copy
-import dataclasses
-import math
 import os
 import time
 from dataclasses import asdict, dataclass, field
