@@ -94,7 +94,7 @@ models, logs = study.train_models(
     rules, seeds, run=run, device=device, progress=progress, problem="tsp", n_train=n_train, epochs=epochs,
     steps_per_epoch=steps_per_epoch, batch_size=batch_size, lr=lr, max_grad_norm=max_grad_norm,
     baseline_eval_size=baseline_eval_size, lr_decay_on_p=lr_decay_on_p, sites=tuple(sites), n_mode=n_mode)
-logs.to_csv(out / "tsp_training_log.csv", index=False, float_format="%.6f")
+logs.drop(columns="seconds").to_csv(out / "tsp_training_log.csv", index=False, float_format="%.6f")  # no timings: reruns give the same file
 print(logs.groupby(["rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
 
 # %% papermill={"duration": 0.633131, "end_time": "2026-11-20T23:16:41.191375+00:00", "exception": false, "start_time": "2026-11-20T23:16:40.558244+00:00", "status": "completed"}
