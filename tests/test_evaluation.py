@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from eie import scaling, study
-from eie.evaluation import lkh_tsp_costs, solve_greedy, extrapolation_lengths, fixed_test_set, trained_rule_for
+from eie.evaluation import greedy_costs, lkh_tsp_costs, extrapolation_lengths, fixed_test_set, trained_rule_for
 from eie.model import AttentionModel, AttentionScale
 from eie.problems import TSP
 
@@ -28,13 +28,13 @@ def test_lkh_finds_the_square_and_beats_an_untrained_model():
     inst = fixed_test_set(TSP(), 25, 6)
     torch.manual_seed(0)
     model = AttentionModel(TSP(), AttentionScale(scaling.inv_sqrt_d(16)))
-    _, greedy = solve_greedy(model, inst, scaling.inv_sqrt_d(16), chunk=4)
+    greedy = greedy_costs(model, inst, scaling.inv_sqrt_d(16), chunk=4)
     assert np.all(lkh_tsp_costs(inst["coords"]) <= greedy.numpy() + 1e-6)
 
 
-def test_solve_greedy_restores_the_trained_scale():
+def test_greedy_costs_restore_the_trained_scale():
     model = AttentionModel(TSP(), AttentionScale(scaling.inv_sqrt_d(16), n_mode="unmasked"))
-    solve_greedy(model, fixed_test_set(TSP(), 10, 3), scaling.ln_d(16))
+    greedy_costs(model, fixed_test_set(TSP(), 10, 3), scaling.ln_d(16))
     assert model.scale.rule.key == "inv_sqrt_d" and model.scale.n_mode == "unmasked"
 
 

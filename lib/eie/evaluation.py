@@ -39,24 +39,25 @@ def fixed_test_set(problem, n: int, size: int, seed: int = 1234, device="cpu") -
 
 
 @torch.no_grad()
-def solve_greedy(model: AttentionModel, instance: dict, rule: ScalingRule, chunk: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
-    """Greedy solutions and costs with `rule` injected (same sites and n mode as trained), chunked.
+def greedy_costs(model: AttentionModel, instance: dict, rule: ScalingRule | None = None, chunk: int = 256) -> torch.Tensor:
+    """Greedy costs, decoded in chunks to bound memory, with `rule` injected at test time (same sites
+    and n mode as trained; None keeps the model's own scale).
 
-    Every solution is checked by the problem's feasibility check before its cost is returned.
+    Every solution passes the problem's feasibility check before its cost is returned.
     """
     trained_scale = model.scale
-    model.scale = AttentionScale(rule, sites=trained_scale.sites, n_mode=trained_scale.n_mode)
+    if rule is not None:
+        model.scale = AttentionScale(rule, sites=trained_scale.sites, n_mode=trained_scale.n_mode)
     model.eval()
     try:
         batch = next(iter(instance.values())).shape[0]
-        costs, solutions = [], []
+        costs = []
         for start in range(0, batch, chunk):
             part = {k: v[start:start + chunk] for k, v in instance.items()}
             solution, _ = model.rollout(part, "greedy")
             model.problem.check(part, solution)
             costs.append(model.problem.cost(part, solution))
-            solutions.append(solution)
-        return torch.cat(solutions), torch.cat(costs)
+        return torch.cat(costs)
     finally:
         model.scale = trained_scale
 

@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from . import scaling
 from .eie_net import fit_eie, load_eie_net, save_eie_net
-from .evaluation import reference_costs, solve_greedy, extrapolation_lengths, fixed_test_set, trained_rule_for
+from .evaluation import greedy_costs, reference_costs, extrapolation_lengths, fixed_test_set, trained_rule_for
 from .paths import eie_net_path, exact_table_path, results_dir
 from .training import TrainConfig, resolve_device, train
 
@@ -91,7 +91,7 @@ def evaluate(models: dict, methods, n_train: int, n_max: int, net, table, test_s
         for seed in seeds:
             for method in methods:
                 model = models[(trained_rule_for(method), seed)].to(device)
-                _, costs = solve_greedy(model, instances, method_rule(method, d, n_train, net, table), chunk=chunk)
+                costs = greedy_costs(model, instances, method_rule(method, d, n_train, net, table), chunk=chunk)
                 costs = costs.cpu().numpy()
                 per_instance[(method, seed, n)] = costs
                 gap = 100 * (costs[:k].mean() / reference.mean() - 1) if k > 0 else float("nan")

@@ -25,6 +25,7 @@ import torch
 from scipy import stats
 from tqdm import tqdm
 
+from .evaluation import greedy_costs
 from .model import AttentionModel, AttentionScale, ModelConfig
 from .problems import make_problem
 from .scaling import make_rule
@@ -85,17 +86,9 @@ def resolve_device(device: str = "auto") -> torch.device:
     return torch.device(device)
 
 
-@torch.no_grad()
 def greedy_cost(model: AttentionModel, instance: dict, chunk: int = 1024) -> torch.Tensor:
-    """Greedy costs, decoded in chunks to bound memory."""
-    model.eval()
-    batch = next(iter(instance.values())).shape[0]
-    costs = []
-    for start in range(0, batch, chunk):
-        part = {k: v[start:start + chunk] for k, v in instance.items()}
-        solution, _ = model.rollout(part, "greedy")
-        costs.append(model.problem.cost(part, solution))
-    return torch.cat(costs)
+    """Greedy costs with the model's own scale (the rollout baseline's test)."""
+    return greedy_costs(model, instance, chunk=chunk)
 
 
 def paired_t_test_p(candidate: torch.Tensor, baseline: torch.Tensor) -> float:
