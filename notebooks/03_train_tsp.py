@@ -33,7 +33,7 @@
 
 # %% papermill={"duration": 0.011892, "end_time": "2026-11-20T23:14:03.770042+00:00", "exception": false, "start_time": "2026-11-20T23:14:03.758150+00:00", "status": "completed"} tags=["parameters"]
 n_train = 20  # training length N
-n_max = 160  # test at n = N * 2^k up to n_max
+n_max = 160  # test at N, 2N, 4N, ... up to n_max
 rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # trained with these scales
 training_free = ["eie", "exact", "log_N"]  # applied to the inv_sqrt_d model at test time
 seeds = [0, 1]

@@ -79,7 +79,10 @@ def test_hgs_reference_is_feasible_and_beats_an_untrained_model():
 
     problem = CVRP(10)
     inst = instance(batch=2, n=15)
-    reference = hgs_cvrp_costs(inst, problem.capacity, time_limit=0.2)
+    reference = hgs_cvrp_costs(inst, problem.capacity, iterations=500)
+    assert (hgs_cvrp_costs(inst, problem.capacity, iterations=500) == reference).all()  # reproducible
+    with pytest.raises(ValueError, match="iterations"):
+        hgs_cvrp_costs(inst, problem.capacity, iterations=None, time_limit=None)
     torch.manual_seed(0)
     model = AttentionModel(problem, AttentionScale(scaling.inv_sqrt_d(16))).eval()
     with torch.no_grad():
@@ -89,3 +92,38 @@ def test_hgs_reference_is_feasible_and_beats_an_untrained_model():
     # bound of going out to the farthest destination and back.
     far = 2 * inst["coords"][:, 1:].sub(inst["coords"][:, :1]).norm(dim=-1).max(1).values
     assert (reference >= far.numpy() - 1e-5).all()
+
+
+def test_study_trains_and_evaluates_cvrp_per_capacity(tmp_path, monkeypatch):
+    """The TSP study driver serves CVRP unchanged: per-capacity checkpoints, the long table with the
+    capacity as `setting`, HGS gaps, and resumption that finds the finished models."""
+    from eie import study
+
+    monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
+    net = table = None  # the rules below need neither the EIE net nor the lambda* table
+    options = dict(problem="cvrp", n_train=10, epochs=1, steps_per_epoch=2, batch_size=8, baseline_eval_size=16)
+    models, log = study.train_models(["inv_sqrt_d", "ln_d"], [0], run="t", device="cpu", progress=False, tag="_C15",
+                                     problem_options={"capacity": 15}, **options)
+    assert (tmp_path / "t" / "checkpoints" / "cvrp_C15_ln_d_n10_seed0.pt").is_file()
+    assert models[("ln_d", 0)].problem.capacity == 15.0 and len(log) == 2
+    results, per_instance, references = study.evaluate(
+        models, ["inv_sqrt_d", "ln_d", "log_N"], 10, 20, net, table, test_size=6, setting="C15", reference_size=2,
+        reference_options={"iterations": 200}, device="cpu", progress=False)
+    assert list(results.columns) == study.RESULT_COLUMNS
+    assert set(results.setting) == {"C15"} and sorted(set(results.n)) == [10, 20]
+    learned = results[results.method != "reference"]
+    assert len(learned) == 2 * 3 and learned.gap_pct.gt(0).all()  # untrained models are worse than HGS
+    assert all(v.shape == (6,) for v in per_instance.values()) and all(r.shape == (2,) for r in references.values())
+    again, _ = study.train_models(["ln_d"], [0], run="t", device="cpu", progress=False, tag="_C15",
+                                  problem_options={"capacity": 15}, **options)
+    assert all(torch.equal(p, q) for p, q in zip(again[("ln_d", 0)].state_dict().values(),
+                                                 models[("ln_d", 0)].state_dict().values()))
+
+
+def test_paper_table3_has_three_capacities_and_five_lengths():
+    from eie.paper import PAPER_CVRP, paper_table
+
+    assert sorted(PAPER_CVRP) == [10, 15, 20]
+    for capacity, rows in PAPER_CVRP.items():
+        assert paper_table(rows).shape == (3, 5)
+    assert paper_table(PAPER_CVRP[20]).loc["eie", 1600] == "159.4 (3.3)"

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from eie import scaling, study
-from eie.evaluation import greedy_costs, lkh_tsp_costs, extrapolation_lengths, fixed_test_set, trained_rule_for
+from eie.evaluation import (extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, lkh_tsp_costs,
+                            trained_rule_for)
 from eie.model import AttentionModel, AttentionScale
 from eie.problems import TSP
 
@@ -48,3 +49,16 @@ def test_table_marks_the_best_mean():
                             "n": 10, "objective": [1.0, 1.2, 2.0, 2.2], "gap_pct": [1, 2, 3, 4]})
     table = study.table_by_method(results)
     assert table.loc["a", 10] == "*1.10 (0.14)" and table.loc["b", 10] == "2.10 (0.14)"
+
+
+def test_inference_timing_reports_positive_medians_per_method():
+    model = AttentionModel(TSP(), AttentionScale(scaling.inv_sqrt_d(16)))
+    instance = fixed_test_set(TSP(), 10, 4)
+    assert inference_seconds(model, instance, scaling.ln_d(16), repeats=3) > 0
+    with pytest.raises(ValueError, match="repeats"):
+        inference_seconds(model, instance, repeats=0)
+    timing = study.inference_times(model, ["inv_sqrt_d", "ln_d"], 10, 20, None, None, size=4, repeats=1,
+                                   device="cpu", progress=False)
+    assert list(timing.columns) == ["n", "method", "instances", "seconds", "seconds_per_instance"]
+    assert len(timing) == 4 and (timing.seconds > 0).all()
+    assert np.allclose(timing.seconds_per_instance * 4, timing.seconds)

@@ -47,3 +47,17 @@ def test_notebook_is_stored_executed_with_a_parameters_cell(notebook: Path):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert any("parameters" in c.metadata.get("tags", []) for c in code), "no cell tagged 'parameters'"
     assert all(c.get("execution_count") is not None for c in code), f"{notebook.name} is not stored executed: run `make notebooks`"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_papermill_sees_every_parameter(notebook: Path):
+    """papermill must parse each assignment of the parameters cell (a comment holding '=' hides one),
+    or `-p name value` warns and the help lists the notebook's parameters incompletely."""
+    from papermill.translators import PythonTranslator
+
+    nb = jupytext.read(notebook)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    assigned = [line.split("=")[0].strip() for line in cell.source.splitlines() if line and not line.startswith("#")]
+    parsed = [p.name for p in PythonTranslator.inspect({"source": cell.source})]
+    assert parsed == assigned, f"papermill cannot parse {sorted(set(assigned) - set(parsed))} in {notebook.name}"
+    assert "run" in parsed, f"{notebook.name} has no `run` parameter"

@@ -11,6 +11,8 @@ the reference solved (the first `reference_size` of each test set).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 
@@ -62,6 +64,28 @@ def greedy_costs(model: AttentionModel, instance: dict, rule: ScalingRule | None
         model.scale = trained_scale
 
 
+def inference_seconds(model: AttentionModel, instance: dict, rule: ScalingRule | None = None, chunk: int = 256,
+                      repeats: int = 3) -> float:
+    """Median wall-clock seconds to decode `instance` greedily (checks included), over `repeats` runs.
+
+    The rule is applied inside the timed region (once per chunk), so an EIE rule's network
+    evaluation is part of what is measured.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    device = next(model.parameters()).device
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        started = time.perf_counter()
+        greedy_costs(model, instance, rule, chunk=chunk)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - started)
+    return float(np.median(times))
+
+
 def lkh_tsp_costs(coords: torch.Tensor, runs: int = 1, scale: float = 1e5) -> np.ndarray:
     """Tour lengths found by LKH (the `elkai` package) on coordinates scaled to integers.
 
@@ -84,36 +108,43 @@ def lkh_tsp_costs(coords: torch.Tensor, runs: int = 1, scale: float = 1e5) -> np
     return problem.cost({"coords": coords}, solution).numpy()
 
 
-def hgs_cvrp_costs(instance: dict, capacity: float, time_limit: float = 1.0, scale: float = 1e4,
-                   seed: int = 0) -> np.ndarray:
-    """Total distances found by HGS (the `pyvrp` package), `time_limit` seconds per instance.
+def hgs_cvrp_costs(instance: dict, capacity: float, iterations: int | None = 1000, time_limit: float | None = None,
+                   scale: float = 1e4, seed: int = 0) -> np.ndarray:
+    """Total distances found by HGS (the `pyvrp` package) on each instance.
 
+    Each search stops after `iterations` HGS iterations or `time_limit` seconds, whichever comes
+    first (None disables that criterion). Only an iteration limit is reproducible: a time limit
+    gives different answers on different machines and runs, so reported tables use iterations.
     Coordinates and distances are scaled by `scale` and rounded; demands (in units of C_v in the
     instance) are scaled by C_v * `scale` and rounded *up*, so a solution feasible for the integer
     data is feasible for the real one. Returned: the true Euclidean cost of each solution, after
     the problem's own feasibility check.
     """
     import pyvrp
-    from pyvrp.stop import MaxRuntime
+    from pyvrp.stop import MaxIterations, MaxRuntime, MultipleCriteria
 
     from .problems.cvrp import CVRP
 
-    coords = instance["coords"].detach().cpu().numpy()
-    demand = instance["demand"].detach().cpu().numpy()
+    criteria = ([MaxIterations(int(iterations))] if iterations is not None else []) + \
+               ([MaxRuntime(float(time_limit))] if time_limit is not None else [])
+    if not criteria or (iterations is not None and iterations < 1) or (time_limit is not None and time_limit <= 0):
+        raise ValueError(f"HGS needs iterations >= 1 and/or time_limit > 0, got iterations={iterations}, "
+                         f"time_limit={time_limit}")
+    coords = instance["coords"].detach().cpu().numpy().astype(np.float64)
+    demand = instance["demand"].detach().cpu().numpy().astype(np.float64)
+    points = np.round(coords * scale)  # (B, n + 1, 2)
+    distances = np.round(np.linalg.norm(points[:, :, None] - points[:, None, :], axis=-1)).astype(np.int64)
+    loads = np.ceil(demand * capacity * scale).astype(np.int64)
+    vehicle = pyvrp.VehicleType(num_available=coords.shape[1] - 1, capacity=[int(round(capacity * scale))])
     solutions = []
-    for xy, dem in zip(coords, demand):
-        model = pyvrp.Model()
-        locations = [model.add_location(int(round(x * scale)), int(round(y * scale))) for x, y in xy]
-        model.add_depot(locations[0])
-        model.add_vehicle_type(num_available=len(xy) - 1, capacity=int(round(capacity * scale)))
-        for location, d in zip(locations[1:], dem[1:]):
-            model.add_client(location, delivery=int(np.ceil(d * capacity * scale)))
-        points = np.round(xy * scale)
-        dist = np.round(np.hypot(*(points[:, None, :] - points[None, :, :]).transpose(2, 0, 1))).astype(int)
-        for i, a in enumerate(locations):
-            for j, b in enumerate(locations):
-                model.add_edge(a, b, int(dist[i, j]))
-        result = model.solve(MaxRuntime(time_limit), seed=seed, display=False)
+    for xy, load, dist in zip(points, loads, distances):
+        data = pyvrp.ProblemData(
+            locations=[pyvrp.Location(float(x), float(y)) for x, y in xy],
+            clients=[pyvrp.Client(location=i, delivery=[int(q)]) for i, q in enumerate(load[1:], start=1)],
+            depots=[pyvrp.Depot(location=0)], vehicle_types=[vehicle], distance_matrices=[dist],
+            duration_matrices=[np.zeros_like(dist)])
+        stop = criteria[0] if len(criteria) == 1 else MultipleCriteria(criteria)
+        result = pyvrp.solve(data, stop=stop, seed=seed, collect_stats=False, display=False)
         sequence = []
         for route in result.best.routes():
             sequence += [a.idx + 1 for a in route if a.type == pyvrp.ActivityType.CLIENT] + [0]

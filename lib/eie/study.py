@@ -8,13 +8,17 @@ reference solver, into the long-format table) and `table_by_method` (the paper's
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
+import torch
 from tqdm import tqdm
 
 from . import scaling
 from .eie_net import fit_eie, load_eie_net, save_eie_net
-from .evaluation import greedy_costs, reference_costs, extrapolation_lengths, fixed_test_set, trained_rule_for
+from .evaluation import (extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, reference_costs,
+                         trained_rule_for)
 from .paths import eie_net_path, exact_table_path, results_dir
 from .training import TrainConfig, resolve_device, train
 
@@ -102,6 +106,36 @@ def evaluate(models: dict, methods, n_train: int, n_max: int, net, table, test_s
                      "objective": float(reference.mean()) if k > 0 else float("nan"), "gap_pct": 0.0})
     bar.close()
     return pd.DataFrame(rows, columns=RESULT_COLUMNS), per_instance, references
+
+
+def inference_times(model, methods, n_train: int, n_max: int, net, table, size: int, test_seed: int = 1234,
+                    repeats: int = 3, chunk: int = 256, device: str = "auto", progress: bool = True) -> pd.DataFrame:
+    """Table 4: median seconds to decode `size` test instances greedily at each n with each method,
+    all on the same model and instances, measured in one run (columns n, method, instances,
+    seconds, seconds_per_instance)."""
+    device = resolve_device(device)
+    model = model.to(device)
+    problem, d = model.problem, model.config.head_dim
+    rows = []
+    lengths = extrapolation_lengths(n_train, n_max)
+    for n in tqdm(lengths, desc="inference time", disable=not progress):
+        instances = fixed_test_set(problem, n, size, test_seed, device)
+        for method in methods:
+            seconds = inference_seconds(model, instances, method_rule(method, d, n_train, net, table), chunk, repeats)
+            rows.append({"n": n, "method": method, "instances": size, "seconds": seconds,
+                         "seconds_per_instance": seconds / size})
+    return pd.DataFrame(rows)
+
+
+def eie_net_seconds(net, n: float, repeats: int = 101) -> float:
+    """Median seconds of one evaluation lambda(n) of the EIE net (what EIE adds to a decoding run)."""
+    times = []
+    with torch.no_grad():
+        for _ in range(repeats):
+            started = time.perf_counter()
+            net(float(n))
+            times.append(time.perf_counter() - started)
+    return float(np.median(times))
 
 
 def table_by_method(results: pd.DataFrame, value: str = "objective", digits: int = 2) -> pd.DataFrame:

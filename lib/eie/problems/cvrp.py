@@ -138,7 +138,7 @@ class CVRP:
         # Load of each route: cumulative demand, reset at every depot visit.
         demand = instance["demand"].gather(1, solution)
         route = (solution == DEPOT).long().cumsum(1)
-        load = torch.zeros(batch, solution.shape[1] + 1, device=demand.device).scatter_add_(1, route, demand)
+        load = torch.zeros(batch, solution.shape[1] + 1, dtype=demand.dtype, device=demand.device).scatter_add_(1, route, demand)
         bad |= (load > 1 + 1e-5).any(1)
         if bool(bad.any()):
             raise InfeasibleSolution(

@@ -1,0 +1,217 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] papermill={"duration": 0.002396, "end_time": "2026-11-21T01:03:43.190757+00:00", "exception": false, "start_time": "2026-11-21T01:03:43.188361+00:00", "status": "completed"}
+# # 04 · CVRP: train short, test long (Tables 3 and 4)
+#
+# The same CO-Transformer, training loop and evaluation as notebook 03, on the capacitated vehicle
+# routing problem (`eie.problems.cvrp`): `n` destinations with demands uniform in (0, 1) and a depot,
+# coordinates uniform in $[-1, 1]^2$, unlimited vehicles of capacity $C_v$ (`capacities`). Node
+# features are (x, y, demand / $C_v$) with a separate depot embedding; the decoder's context is the
+# current node and the remaining capacity. One model per capacity, trained rule and seed, with the
+# paper's learning rates (`lr_by_capacity`: $10^{-4}$ for $C_v = 10$, $5 \cdot 10^{-5}$ for 15 and 20).
+# The rules see $n$ = the number of destinations (`size_counts_depot = True` adds the depot).
+#
+# Every decoded solution is checked (each destination served once, no route over capacity); gaps are
+# against HGS (`pyvrp`, integer-scaled distances and demands) on the first `reference_size` instances
+# of each test set. HGS stops after `hgs_iterations` iterations (0.04 s per instance at n = 20,
+# 0.25 s at n = 320 on one CPU core): a fixed iteration count, unlike a time limit, gives the same
+# reference on every machine; `hgs_time_limit` adds an optional cap in seconds. Table 4 (inference
+# time with and without EIE) is measured on the same model and instances in this run.
+#
+# The defaults are smoke-sized (CVRP20 → 160, two capacities, a few epochs, two seeds, a few minutes
+# on a laptop CPU); `presets/paper.yaml` holds the paper's settings, meant for a GPU:
+# `papermill notebooks/04_train_cvrp.ipynb out.ipynb -f presets/paper.yaml`.
+# Results: `results/<run>/cvrp.csv` (the columns of `tsp.csv`; `setting` holds the capacity as
+# `C10`, ...), per-instance costs, training logs, `cvrp_inference_time.csv`, checkpoints.
+
+# %% papermill={"duration": 0.00982, "end_time": "2026-11-21T01:03:43.202257+00:00", "exception": false, "start_time": "2026-11-21T01:03:43.192437+00:00", "status": "completed"} tags=["parameters"]
+n_train = 20  # training length N (destinations)
+n_max = 160  # test at N, 2N, 4N, ... up to n_max
+capacities = [10, 20]  # vehicle capacities C_v, one set of models each
+rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # trained with these scales
+training_free = ["eie", "exact", "log_N"]  # applied to the inv_sqrt_d model at test time
+seeds = [0, 1]
+epochs = 4
+steps_per_epoch = 10
+batch_size = 64
+lr_by_capacity = {10: 1e-4, 15: 5e-5, 20: 5e-5}  # the paper's learning rates
+max_grad_norm = 1.0
+baseline_eval_size = 256
+lr_decay_on_p = False  # the paper's "lr x 0.95 when p > 0.95"
+sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
+n_mode = "instance"  # "instance" or "unmasked" (n the rules see while decoding)
+size_counts_depot = False  # whether the n the rules see counts the depot
+test_size = 128
+test_seed = 1234
+reference_size = 16  # HGS on the first instances of each test set
+hgs_iterations = 2000  # HGS iterations per instance (reproducible)
+hgs_time_limit = None  # optional cap in seconds per instance (machine-dependent results)
+time_size = 32  # Table 4: instances decoded per n and method, timed
+time_repeats = 3  # the median of this many timings
+eval_chunk = 256
+device = "auto"
+progress = True
+run = "default"
+
+# %% papermill={"duration": 1.953121, "end_time": "2026-11-21T01:03:45.156931+00:00", "exception": false, "start_time": "2026-11-21T01:03:43.203810+00:00", "status": "completed"}
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from eie import study
+from eie.paper import METHOD_LABELS, PAPER_CVRP, PAPER_CVRP_TIME_H, paper_table
+from eie.paths import results_dir
+from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
+
+apply_style()
+out = results_dir(run)
+suffix = "" if run == "default" else f"_{run}"
+d = 16  # head size of the model (width 128, 8 heads)
+methods = list(rules) + [m for m in training_free if "inv_sqrt_d" in rules]
+unknown = sorted(set(capacities) - set(lr_by_capacity))
+if unknown:
+    raise ValueError(f"lr_by_capacity has no learning rate for capacities {unknown}; add them, e.g. -y 'lr_by_capacity: {{25: 5e-5}}'")
+
+# %% [markdown] papermill={"duration": 0.001076, "end_time": "2026-11-21T01:03:45.159731+00:00", "exception": false, "start_time": "2026-11-21T01:03:45.158655+00:00", "status": "completed"}
+# ## Entropy-invariant scales for this training length
+#
+# As in notebook 03: the EIE net and exact $\lambda^*$ for $(d, N, N_{max})$ = (16, `n_train`,
+# `n_max`), loaded from `results/<run>/eie_nets/` or fitted there. They depend only on $d$ and the
+# lengths, not on the problem, so TSP and CVRP share them.
+
+# %% papermill={"duration": 0.017927, "end_time": "2026-11-21T01:03:45.178713+00:00", "exception": false, "start_time": "2026-11-21T01:03:45.160786+00:00", "status": "completed"}
+net, table = study.ensure_scales(d, n_train, n_max, run=run)
+print("lambda at n = N * 2^k:")
+for n in [n_train * 2**k for k in range(8) if n_train * 2**k <= n_max]:
+    print(f"  n = {n:5d}: EIE {float(net(float(n)).detach()):.3f}, exact {study.method_rule('exact', d, n_train, net, table)(n):.3f}")
+
+# %% [markdown] papermill={"duration": 0.001081, "end_time": "2026-11-21T01:03:45.181262+00:00", "exception": false, "start_time": "2026-11-21T01:03:45.180181+00:00", "status": "completed"}
+# ## Training
+#
+# One model per capacity, rule and seed; checkpoints after every epoch in
+# `results/<run>/checkpoints/` (named `cvrp_C<capacity>_<rule>_n<N>_seed<seed>`): rerunning the
+# notebook resumes each model where it stopped and skips finished ones.
+
+# %% papermill={"duration": 56.717674, "end_time": "2026-11-21T01:04:41.900056+00:00", "exception": false, "start_time": "2026-11-21T01:03:45.182382+00:00", "status": "completed"}
+models, logs = {}, []
+for capacity in capacities:
+    trained, log = study.train_models(
+        rules, seeds, run=run, device=device, progress=progress, tag=f"_C{capacity}", problem="cvrp",
+        problem_options={"capacity": capacity, "size_counts_depot": size_counts_depot}, n_train=n_train,
+        epochs=epochs, steps_per_epoch=steps_per_epoch, batch_size=batch_size, lr=lr_by_capacity[capacity],
+        max_grad_norm=max_grad_norm, baseline_eval_size=baseline_eval_size, lr_decay_on_p=lr_decay_on_p,
+        sites=tuple(sites), n_mode=n_mode)
+    models[capacity] = trained
+    logs.append(log.assign(capacity=capacity))
+logs = pd.concat(logs, ignore_index=True)
+logs.drop(columns="seconds").to_csv(out / "cvrp_training_log.csv", index=False, float_format="%.6f")
+print("Final held-out cost (greedy) by capacity, rule and seed:")
+print(logs.groupby(["capacity", "rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
+
+# %% papermill={"duration": 0.268333, "end_time": "2026-11-21T01:04:42.171739+00:00", "exception": false, "start_time": "2026-11-21T01:04:41.903406+00:00", "status": "completed"}
+fig, axes = plt.subplots(1, len(capacities), figsize=(5.2 * len(capacities), 3.6), squeeze=False)
+for ax, capacity in zip(axes[0], capacities):
+    for (rule, seed), log in logs[logs.capacity == capacity].groupby(["rule", "seed"]):
+        ax.plot(log.epoch, log.eval_cost, alpha=0.8, label=f"{METHOD_LABELS[rule]}, seed {seed}", **rule_kwargs(rule))
+    ax.set(xlabel="epoch", ylabel=f"greedy distance, CVRP{n_train}", title=f"held-out cost, $C_v$ = {capacity}")
+axes[0, 0].legend(fontsize=7)
+save_figure(fig, f"04_cvrp_training{suffix}")
+plt.show()
+
+# %% [markdown] papermill={"duration": 0.002984, "end_time": "2026-11-21T01:04:42.178213+00:00", "exception": false, "start_time": "2026-11-21T01:04:42.175229+00:00", "status": "completed"}
+# ## Extrapolation (Table 3)
+
+# %% papermill={"duration": 31.443389, "end_time": "2026-11-21T01:05:13.624407+00:00", "exception": false, "start_time": "2026-11-21T01:04:42.181018+00:00", "status": "completed"}
+results, per_instance = [], {}
+for capacity in capacities:
+    result, costs, _ = study.evaluate(
+        models[capacity], methods, n_train, n_max, net, table, test_size=test_size, setting=f"C{capacity}",
+        test_seed=test_seed, reference_size=reference_size,
+        reference_options={"iterations": hgs_iterations, "time_limit": hgs_time_limit},
+        chunk=eval_chunk, device=device, progress=progress)
+    results.append(result)
+    per_instance.update({(f"C{capacity}/{method}", seed, n): c for (method, seed, n), c in costs.items()})
+results = pd.concat(results, ignore_index=True)
+results.to_csv(out / "cvrp.csv", index=False, float_format="%.4f")
+study.save_instance_costs(per_instance, out / "cvrp_instance_costs.npz")
+print("Every reported solution passed the feasibility check (each destination once, no route over capacity).")
+
+# %% [markdown] papermill={"duration": 0.004285, "end_time": "2026-11-21T01:05:13.632890+00:00", "exception": false, "start_time": "2026-11-21T01:05:13.628605+00:00", "status": "completed"}
+# Mean total distance (standard deviation over seeds), best per column starred; then the gap to
+# HGS in percent; then the paper's Table 3 (CVRP100 → 1600, five seeds) for comparison when
+# `n_train = 100`.
+
+# %% papermill={"duration": 0.036482, "end_time": "2026-11-21T01:05:13.673597+00:00", "exception": false, "start_time": "2026-11-21T01:05:13.637115+00:00", "status": "completed"}
+labels = lambda frame: frame.rename(index=METHOD_LABELS)  # noqa: E731
+for capacity in capacities:
+    part = results[results.setting == f"C{capacity}"]
+    print(f"== C_v = {capacity}\nTotal distance:")
+    print(labels(study.table_by_method(part, "objective")).to_string())
+    print("Gap to HGS (%):")
+    print(labels(study.table_by_method(part, "gap_pct", digits=1)).to_string())
+    reference = part[part.method == "reference"]
+    print("HGS mean distance (subset):", dict(zip(reference.n, reference.objective.round(2))))
+    if capacity in PAPER_CVRP:
+        print("Paper, Table 3:")
+        print(labels(paper_table(PAPER_CVRP[capacity])).to_string())
+    print()
+
+# %% papermill={"duration": 0.622041, "end_time": "2026-11-21T01:05:14.299749+00:00", "exception": false, "start_time": "2026-11-21T01:05:13.677708+00:00", "status": "completed"}
+stats = results[results.method != "reference"].groupby(["setting", "method", "n"], sort=False).agg(
+    objective=("objective", "mean"), objective_std=("objective", "std"), gap=("gap_pct", "mean"),
+    gap_std=("gap_pct", "std")).reset_index()
+fig, axes = plt.subplots(2, len(capacities), figsize=(5.2 * len(capacities), 7), squeeze=False, sharex=True)
+for column, capacity in enumerate(capacities):
+    top, bottom = axes[0, column], axes[1, column]
+    for method, s in stats[stats.setting == f"C{capacity}"].groupby("method", sort=False):
+        kw = rule_kwargs(method)
+        top.errorbar(s.n, s.objective, yerr=s.objective_std.fillna(0), marker="o", capsize=3, label=METHOD_LABELS[method], **kw)
+        bottom.errorbar(s.n, s.gap, yerr=s.gap_std.fillna(0), marker="o", capsize=3, **kw)
+    ref = results[(results.method == "reference") & (results.setting == f"C{capacity}")]
+    top.plot(ref.n, ref.objective, "k:", marker="x", label="HGS (subset)")
+    top.set(ylabel="mean total distance", yscale="log", title=f"CVRP, $C_v$ = {capacity}, trained on n = {n_train}")
+    top.yaxis.set_major_formatter(plt.ScalarFormatter())
+    top.yaxis.set_minor_formatter(plt.NullFormatter())
+    bottom.set(xlabel="$n$ (destinations)", ylabel="gap to HGS (%)", title="bars: std over seeds")
+    for ax in (top, bottom):
+        length_axis(ax, n_train, n_max)
+axes[0, 0].legend(fontsize=8)
+save_figure(fig, f"04_cvrp_extrapolation{suffix}")
+plt.show()
+
+# %% [markdown] papermill={"duration": 0.00521, "end_time": "2026-11-21T01:05:14.310619+00:00", "exception": false, "start_time": "2026-11-21T01:05:14.305409+00:00", "status": "completed"}
+# ## Inference time with and without EIE (Table 4)
+#
+# The seed-0 model trained with $1/\sqrt d$ at the first capacity decodes the same `time_size`
+# instances at each $n$ with its own scale and with EIE (the EIE net is evaluated inside the timed
+# region); the median of `time_repeats` runs. The paper's Table 4 reports hours for its whole test
+# set (16384 instances on its hardware); we report seconds per instance on this machine and the
+# time 16384 instances would take at that rate. Timings vary between machines and runs, so this
+# cell's output is not compared by nbval and `cvrp_inference_time.csv` differs from run to run.
+
+# %% papermill={"duration": 1.77676, "end_time": "2026-11-21T01:05:16.092611+00:00", "exception": false, "start_time": "2026-11-21T01:05:14.315851+00:00", "status": "completed"}
+# NBVAL_IGNORE_OUTPUT
+timing = study.inference_times(models[capacities[0]][("inv_sqrt_d", seeds[0])], ["inv_sqrt_d", "eie"], n_train, n_max,
+                               net, table, size=time_size, test_seed=test_seed, repeats=time_repeats, chunk=eval_chunk,
+                               device=device, progress=False)
+timing.to_csv(out / "cvrp_inference_time.csv", index=False, float_format="%.6g")
+wide = timing.pivot(index="n", columns="method", values="seconds")
+table4 = pd.DataFrame({
+    f"1/sqrt(d), {time_size} inst. (s)": wide["inv_sqrt_d"], f"EIE, {time_size} inst. (s)": wide["eie"],
+    "EIE - 1/sqrt(d) (s)": wide["eie"] - wide["inv_sqrt_d"],
+    "16384 inst. at this rate (h)": wide["inv_sqrt_d"] / time_size * 16384 / 3600,
+    "paper, Table 4 (h)": [PAPER_CVRP_TIME_H.get(n, float("nan")) for n in wide.index]})
+print(table4.to_string(float_format=lambda v: f"{v:.4g}"))
+print(f"one evaluation of the EIE net: {1e3 * study.eie_net_seconds(net, float(n_max)):.3f} ms")
