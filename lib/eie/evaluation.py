@@ -158,9 +158,14 @@ def hgs_cvrp_costs(instance: dict, capacity: float, iterations: int | None = 100
 
 
 def reference_costs(problem, instance: dict, **options) -> np.ndarray:
-    """The classical reference for `problem`: LKH for TSP, HGS for CVRP."""
+    """The classical reference for `problem`: LKH for TSP, HGS for CVRP, the best of the
+    sort-then-place heuristics (by mean load rate) for bin packing."""
     if problem.name == "tsp":
         return lkh_tsp_costs(instance["coords"], **options)
     if problem.name == "cvrp":
         return hgs_cvrp_costs(instance, problem.capacity, **options)
+    if problem.name == "bpp":
+        from .problems.bpp_heuristics import best_heuristic_costs
+
+        return best_heuristic_costs(problem, instance, **options)
     raise ValueError(f"no reference solver for {problem.name!r}")

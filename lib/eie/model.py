@@ -5,6 +5,8 @@ Encoder: a linear embedding of the node features (from the problem), then `layer
 with no positional encoding, so the whole model is permutation equivariant (Theorem 1).
 Decoder: query = W_g mean(nodes) + W_c [problem step context]; a multi-head glimpse over the nodes
 still allowed; single-head pointer logits C tanh(q.k / sqrt(D)) with C = 10; masked log-softmax.
+A problem with a second decision per step (bin packing's placement) supplies an action head that
+completes the pointer's choice; its log-probability joins the solution's log-likelihood.
 What does not change within an episode (node keys and values, the graph part of the query) is
 computed once per instance (`Decoder.precompute`), so a decoding step costs O(n D) per instance.
 
@@ -151,6 +153,8 @@ class AttentionModel(nn.Module):
         self.embed = problem.make_node_embedding(config.dim)
         self.encoder = nn.ModuleList(EncoderLayer(config) for _ in range(config.layers))
         self.decoder = Decoder(config, problem.make_step_context(config.dim))
+        # A second decision per step, after the pointer (bin packing's placement), when the problem has one.
+        self.action_head = problem.make_action_head(config.dim) if hasattr(problem, "make_action_head") else None
 
     def encode(self, instance: dict) -> torch.Tensor:
         x = self.embed(instance)
@@ -192,6 +196,9 @@ class AttentionModel(nn.Module):
             else:
                 action = torch.multinomial(log_p.exp(), 1, generator=generator)[:, 0]
             log_likelihood = log_likelihood + log_p.gather(1, action[:, None])[:, 0]
+            if self.action_head is not None:
+                action, log_p_second = self.action_head(state, cache.nodes, action, decode, generator)
+                log_likelihood = log_likelihood + log_p_second
             state = state.update(action)
         return state.solution(), log_likelihood
 

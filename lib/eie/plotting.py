@@ -43,3 +43,26 @@ def length_axis(ax, N: int, N_max: int, log: bool = True) -> None:
         ax.set_xscale("log")
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.xaxis.set_minor_formatter(plt.NullFormatter())
+
+
+def draw_packing(ax, placements, length: int, width: int, title: str = "") -> None:
+    """Draw one packed bin on a 3D axis: placements (n, 7) = box, x, y, z, extent x, y, z.
+
+    Boxes are shaded by the order they were packed in; the bin's footprint is outlined.
+    """
+    import numpy as np
+    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+
+    placements = np.asarray(placements)
+    colours = plt.cm.viridis(np.linspace(0, 1, len(placements)))
+    faces = []
+    for (_, x, y, z, dx, dy, dz) in placements:
+        corners = np.array([[x + i * dx, y + j * dy, z + k * dz] for i in (0, 1) for j in (0, 1) for k in (0, 1)])
+        for a, b, c, d in ((0, 1, 3, 2), (4, 5, 7, 6), (0, 1, 5, 4), (2, 3, 7, 6), (0, 2, 6, 4), (1, 3, 7, 5)):
+            faces.append(corners[[a, b, c, d]])
+    ax.add_collection3d(Poly3DCollection(faces, facecolors=np.repeat(colours, 6, axis=0), edgecolors="k",
+                                         linewidths=0.2, alpha=0.9))
+    top = int((placements[:, 3] + placements[:, 6]).max())
+    ax.plot([0, length, length, 0, 0], [0, 0, width, width, 0], [0] * 5, color="k", lw=0.8)
+    ax.set(xlim=(0, length), ylim=(0, width), zlim=(0, top), xlabel="x", ylabel="y", zlabel="z", title=title)
+    ax.set_box_aspect((length, width, top))

@@ -74,12 +74,15 @@ def evaluate(models: dict, methods, n_train: int, n_max: int, net, table, test_s
              chunk: int = 256, device: str = "auto", progress: bool = True):
     """Every method on the fixed test sets at n = N * 2^k <= n_max.
 
-    Returns (long table with RESULT_COLUMNS, per-instance costs {(method, seed, n): array},
-    reference costs {n: array}).
+    `objective` is the cost (tour length, distance), or for a problem with `maximise = True` (bin
+    packing) minus the cost (the load rate); `gap_pct` is positive where the method is worse than the
+    reference either way. Returns (long table with RESULT_COLUMNS, per-instance objectives
+    {(method, seed, n): array}, reference objectives {n: array}).
     """
     device = resolve_device(device)
     any_model = next(iter(models.values()))
     problem, d = any_model.problem, any_model.config.head_dim
+    sign = -1.0 if getattr(problem, "maximise", False) else 1.0  # objective = sign * cost
     seeds = sorted({seed for _, seed in models})
     lengths = extrapolation_lengths(n_train, n_max)
     rows, per_instance, references = [], {}, {}
@@ -88,19 +91,19 @@ def evaluate(models: dict, methods, n_train: int, n_max: int, net, table, test_s
     for n in lengths:
         instances = fixed_test_set(problem, n, test_size, test_seed, device)
         k = min(reference_size, test_size)
-        reference = reference_costs(problem, {key: v[:k] for key, v in instances.items()},
-                                    **(reference_options or {})) if k > 0 else np.array([])
+        reference = sign * reference_costs(problem, {key: v[:k] for key, v in instances.items()},
+                                           **(reference_options or {})) if k > 0 else np.array([])
         references[n] = reference
         bar.update()
         for seed in seeds:
             for method in methods:
                 model = models[(trained_rule_for(method), seed)].to(device)
                 costs = greedy_costs(model, instances, method_rule(method, d, n_train, net, table), chunk=chunk)
-                costs = costs.cpu().numpy()
-                per_instance[(method, seed, n)] = costs
-                gap = 100 * (costs[:k].mean() / reference.mean() - 1) if k > 0 else float("nan")
+                objective = sign * costs.cpu().numpy()
+                per_instance[(method, seed, n)] = objective
+                gap = 100 * sign * (objective[:k].mean() / reference.mean() - 1) if k > 0 else float("nan")
                 rows.append({"problem": problem.name, "setting": setting, "method": method, "seed": seed, "n": n,
-                             "objective": float(costs.mean()), "gap_pct": float(gap)})
+                             "objective": float(objective.mean()), "gap_pct": float(gap)})
                 bar.update()
         rows.append({"problem": problem.name, "setting": setting, "method": "reference", "seed": -1, "n": n,
                      "objective": float(reference.mean()) if k > 0 else float("nan"), "gap_pct": 0.0})
@@ -138,13 +141,15 @@ def eie_net_seconds(net, n: float, repeats: int = 101) -> float:
     return float(np.median(times))
 
 
-def table_by_method(results: pd.DataFrame, value: str = "objective", digits: int = 2) -> pd.DataFrame:
-    """Methods by n, each cell 'mean (std over seeds)'; the best mean per column marked with *."""
+def table_by_method(results: pd.DataFrame, value: str = "objective", digits: int = 2,
+                    maximise: bool = False) -> pd.DataFrame:
+    """Methods by n, each cell 'mean (std over seeds)'; the best mean per column (the lowest, or the
+    highest with `maximise`) marked with *."""
     stats = results[results.method != "reference"].groupby(["method", "n"], sort=False)[value].agg(["mean", "std"])
     means = stats["mean"].unstack("n")
     cells = stats.apply(lambda r: f"{r['mean']:.{digits}f}" + ("" if np.isnan(r["std"]) else f" ({r['std']:.{digits}f})"),
                         axis=1).unstack("n")
-    best = means.idxmin() if value in ("objective", "gap_pct") else means.idxmax()
+    best = means.idxmax() if maximise else means.idxmin()
     for n, method in best.items():
         cells.loc[method, n] = "*" + cells.loc[method, n]
     return cells.loc[means.index]

@@ -2,10 +2,11 @@
 training loop."""
 
 from .base import Problem
+from .bpp import BPP
 from .cvrp import CVRP
 from .tsp import TSP
 
-PROBLEMS = {"tsp": TSP, "cvrp": CVRP}
+PROBLEMS = {"tsp": TSP, "cvrp": CVRP, "bpp": BPP}
 
 
 def make_problem(name: str, **options) -> Problem:

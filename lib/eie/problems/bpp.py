@@ -1,0 +1,242 @@
+"""Offline 3D bin packing (Section 5.1 of the EIE paper), as attend2pack (Zhang et al. 2021) decides it.
+
+n boxes with integer edges uniform in 10..50 go into a bin of footprint L x W and open height; boxes
+are axis-aligned (six orientations), inside the footprint and never overlap. The goal is the lowest
+packed height; the metric is the load rate 100 * (total box volume) / (L * W * H_max), higher is
+better. `cost` returns minus the load rate (the training loop minimises), `maximise = True` tells
+the evaluation to report the load rate itself.
+
+Each step takes two decisions:
+1. the **sequence policy** (the Attention Model's decoder: glimpse and pointer over the boxes not yet
+   packed, with the injected attention scale) points to the next box;
+2. the **placement policy** (`PlacementHead`) chooses the orientation (one of six) and the x
+   coordinate (along L) of the box's corner. A rule fixes the rest: y (along W) is the position
+   where the box rests lowest for that orientation and x (the smallest such y on ties), and the box
+   drops to the highest point under its footprint (z).
+The bin state seen by both is the top-view height map: the step context encodes the last two height
+maps (attend2pack's frontier, here relative to the current lowest cell and in units of the largest
+box edge, so the context does not drift as the packing grows) with 3 convolutions (2 -> 4 -> 4 -> 4
+channels, kernel 3, stride 2, padding 1).
+
+A solution is (B, n, 7) integers per placed box, in packing order: box index, corner x, y, z and
+extent along x, y, z. `check` verifies, vectorised over the batch, that each box is packed once in
+one of its orientations, inside the footprint, with no two boxes overlapping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .base import InfeasibleSolution
+from .heightmap import oriented, place, resting_heights, window_sums
+
+MIN_EDGE, MAX_EDGE = 10, 50
+PAIR_BUDGET = 2**26  # box pairs compared at once by the overlap check
+
+
+@dataclass(frozen=True)
+class BPPState:
+    dims: torch.Tensor  # (B, n, 3) box edges
+    heights: torch.Tensor  # (B, L, W) current height map
+    previous: torch.Tensor  # (B, L, W) height map before the last box
+    packed: torch.Tensor  # (B, n) bool
+    placements: torch.Tensor  # (B, step, 7) long
+
+    @property
+    def step(self) -> int:
+        return self.placements.shape[1]
+
+    @property
+    def done(self) -> bool:
+        return self.step == self.dims.shape[1]
+
+    def mask(self) -> torch.Tensor:
+        return self.packed
+
+    def candidates(self, box: torch.Tensor):
+        """For the chosen boxes (B,): each orientation's extents (B, 6, 3) and resting heights at
+        every corner (B, 6, L, W), inf where the box would stick out."""
+        dims = self.dims.gather(1, box[:, None, None].expand(-1, 1, 3))[:, 0]
+        return oriented(dims), resting_heights(self.heights, dims)
+
+    def trapped(self, extents: torch.Tensor, rest: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Empty volume left under boxes of extents (B, O, 3) resting at rest (B, O, P) on corners x, y (B, O, P)."""
+        area = (extents[..., 0] * extents[..., 1]).to(torch.float32)[..., None]
+        return area * rest - window_sums(self.heights, extents[..., :2], x, y)
+
+    def update(self, action: torch.Tensor) -> "BPPState":
+        """action (B, 4): box, orientation, x, y."""
+        box, orientation, x, y = action.unbind(1)
+        extents = oriented(self.dims.gather(1, box[:, None, None].expand(-1, 1, 3))[:, 0])
+        extent = extents.gather(1, orientation[:, None, None].expand(-1, 1, 3))[:, 0]
+        heights, z = place(self.heights, x, y, extent)
+        row = torch.stack([box, x, y, z.long(), extent[:, 0], extent[:, 1], extent[:, 2]], dim=1)
+        return BPPState(self.dims, heights, self.heights, self.packed.scatter(1, box[:, None], True),
+                        torch.cat([self.placements, row[:, None]], dim=1))
+
+    def solution(self) -> torch.Tensor:
+        return self.placements
+
+
+def lowest_y(rest: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """rest (B, O, L, W) -> for each (orientation, x): the lowest resting height over y and the
+    smallest y that reaches it (B, O, L) each."""
+    low = rest.amin(-1)
+    y = (rest == low[..., None]).to(torch.int8).argmax(-1)
+    return low, y
+
+
+class BoxEmbedding(nn.Module):
+    """Linear(box edges / MAX_EDGE)."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.linear = nn.Linear(3, dim)
+
+    def forward(self, instance: dict) -> torch.Tensor:
+        return self.linear(instance["dims"].to(torch.float32) / MAX_EDGE)
+
+
+def frontier(state: BPPState) -> torch.Tensor:
+    """(B, 2, L, W): the last two height maps, relative to the current lowest cell, / MAX_EDGE."""
+    floor = state.heights.flatten(1).amin(1)[:, None, None]
+    maps = torch.stack([state.heights - floor, state.previous - floor], dim=1)
+    return maps.to(torch.float32) / MAX_EDGE
+
+
+class FrontierEncoder(nn.Module):
+    """3 convolutions (2 -> 4 -> 4 -> 4 channels, kernel 3, stride 2, padding 1), then Linear to dim."""
+
+    def __init__(self, dim: int, length: int, width: int):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(2, 4, 3, 2, 1), nn.ReLU(), nn.Conv2d(4, 4, 3, 2, 1), nn.ReLU(),
+                                  nn.Conv2d(4, 4, 3, 2, 1), nn.ReLU(), nn.Flatten())
+        size = lambda s: (s - 1) // 2 + 1  # noqa: E731  (one convolution's output size)
+        self.project = nn.Linear(4 * size(size(size(length))) * size(size(size(width))), dim)
+
+    def forward(self, state: BPPState, nodes: torch.Tensor | None = None) -> torch.Tensor:
+        return self.project(self.conv(frontier(state)))
+
+
+class PlacementHead(nn.Module):
+    """The placement policy: a distribution over (orientation, x) for the box the sequence policy chose.
+
+    Each candidate is described by the box's extents in that orientation, x, the rule's y, the
+    resting height and the empty volume trapped under the box (heights relative to the lowest cell,
+    in units of MAX_EDGE); its logit is v . tanh(W_c [box embedding, frontier] + W_f features).
+    """
+
+    FEATURES = 7
+
+    def __init__(self, dim: int, length: int, width: int, hidden: int = 64):
+        super().__init__()
+        self.length, self.width = length, width
+        self.frontier = FrontierEncoder(dim, length, width)
+        self.context = nn.Linear(2 * dim, hidden)
+        self.features = nn.Linear(self.FEATURES, hidden, bias=False)
+        self.score = nn.Linear(hidden, 1, bias=False)
+
+    def forward(self, state: BPPState, nodes: torch.Tensor, box: torch.Tensor, decode: str,
+                generator: torch.Generator | None = None):
+        """Returns (action (B, 4): box, orientation, x, y; log-probability of the placement (B,))."""
+        batch = box.shape[0]
+        extents, rest = state.candidates(box)
+        low, y = lowest_y(rest)  # (B, 6, L)
+        valid = torch.isfinite(low)
+        columns = torch.arange(self.length, device=box.device).expand(batch, 6, -1)
+        trapped = state.trapped(extents, low.masked_fill(~valid, 0), columns, y)
+        floor = state.heights.flatten(1).amin(1).to(torch.float32)[:, None, None]
+        x = torch.arange(self.length, device=box.device, dtype=torch.float32)[None, None, :].expand(batch, 6, -1)
+        extent = extents.to(torch.float32)[:, :, None, :].expand(-1, -1, self.length, -1) / MAX_EDGE
+        features = torch.cat([
+            extent,
+            (x / self.length)[..., None],
+            (y.to(torch.float32) / self.width)[..., None],
+            ((low - floor).masked_fill(~valid, 0) / MAX_EDGE)[..., None],
+            (trapped.masked_fill(~valid, 0) / (MAX_EDGE ** 3))[..., None]], dim=-1)
+        chosen = nodes.gather(1, box[:, None, None].expand(-1, 1, nodes.shape[-1]))[:, 0]
+        context = self.context(torch.cat([chosen, self.frontier(state)], dim=1))  # (B, hidden)
+        logits = self.score(torch.tanh(context[:, None, None, :] + self.features(features)))[..., 0]
+        log_p = torch.log_softmax(logits.masked_fill(~valid, float("-inf")).flatten(1), dim=1)  # (B, 6 L)
+        if decode == "greedy":
+            choice = log_p.argmax(1)
+        else:
+            choice = torch.multinomial(log_p.exp(), 1, generator=generator)[:, 0]
+        orientation, cx = choice // self.length, choice % self.length
+        cy = y.flatten(1).gather(1, choice[:, None])[:, 0]
+        return torch.stack([box, orientation, cx, cy], dim=1), log_p.gather(1, choice[:, None])[:, 0]
+
+
+class BPP:
+    name = "bpp"
+    maximise = True  # the reported objective (load rate) is -cost
+
+    def __init__(self, length: int = 120, width: int = 100):
+        if not (MAX_EDGE <= length <= 1000 and MAX_EDGE <= width <= 1000):
+            raise ValueError(f"the bin footprint must be between {MAX_EDGE} and 1000 cells per side (every box "
+                             f"must fit in any orientation), got {length} x {width}")
+        self.length, self.width = int(length), int(width)
+
+    @property
+    def setting(self) -> str:
+        return f"{self.length}x{self.width}"
+
+    def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:
+        if n < 1 or batch < 1:
+            raise ValueError(f"a packing batch needs n >= 1 boxes and batch >= 1, got n={n}, batch={batch}")
+        dims = torch.randint(MIN_EDGE, MAX_EDGE + 1, (batch, n, 3), generator=generator)
+        return {"dims": dims.to(device)}
+
+    def size(self, instance: dict) -> int:
+        return instance["dims"].shape[1]
+
+    def initial_state(self, instance: dict) -> BPPState:
+        dims = instance["dims"]
+        batch, n = dims.shape[:2]
+        heights = torch.zeros(batch, self.length, self.width, dtype=torch.long, device=dims.device)
+        return BPPState(dims, heights, heights, torch.zeros(batch, n, dtype=torch.bool, device=dims.device),
+                        torch.zeros(batch, 0, 7, dtype=torch.long, device=dims.device))
+
+    def load_rate(self, instance: dict, solution: torch.Tensor) -> torch.Tensor:
+        """100 * total box volume / (L * W * packed height), per instance."""
+        volume = instance["dims"].to(torch.float64).prod(-1).sum(1)
+        top = (solution[..., 3] + solution[..., 6]).amax(1).to(torch.float64)
+        return (100 * volume / (self.length * self.width * top)).to(torch.float32)
+
+    def cost(self, instance: dict, solution: torch.Tensor) -> torch.Tensor:
+        return -self.load_rate(instance, solution)
+
+    def check(self, instance: dict, solution: torch.Tensor) -> None:
+        """Each box packed once in one of its orientations, inside the footprint, no overlaps."""
+        dims = instance["dims"]
+        batch, n = dims.shape[:2]
+        if solution.shape != (batch, n, 7):
+            raise InfeasibleSolution(f"expected placements of shape {(batch, n, 7)}, got {tuple(solution.shape)}")
+        box, corner, extent = solution[..., 0], solution[..., 1:4], solution[..., 4:7]
+        bad = (box.sort(1).values != torch.arange(n, device=box.device)).any(1)
+        edges = dims.gather(1, box.clamp(0, n - 1)[..., None].expand(-1, -1, 3))
+        bad |= (extent.sort(-1).values != edges.sort(-1).values).any(-1).any(1)
+        bad |= (corner < 0).any(-1).any(1)
+        bad |= (corner[..., 0] + extent[..., 0] > self.length).any(1) | (corner[..., 1] + extent[..., 1] > self.width).any(1)
+        low, high = corner, corner + extent
+        rows = max(1, PAIR_BUDGET // (n * n))
+        for start in range(0, batch, rows):  # bounded memory: (rows, n, n) pairs at a time
+            lo, hi = low[start:start + rows], high[start:start + rows]
+            overlap = ((lo[:, :, None] < hi[:, None]) & (lo[:, None] < hi[:, :, None])).all(-1)
+            overlap &= ~torch.eye(n, dtype=torch.bool, device=overlap.device)
+            bad[start:start + rows] |= overlap.flatten(1).any(1)
+        if bool(bad.any()):
+            raise InfeasibleSolution(f"packings must place each box once, inside the {self.length} x {self.width} "
+                                     f"footprint, without overlaps; instances {bad.nonzero()[:5, 0].tolist()} do not")
+
+    def make_node_embedding(self, dim: int) -> nn.Module:
+        return BoxEmbedding(dim)
+
+    def make_step_context(self, dim: int) -> nn.Module:
+        return FrontierEncoder(dim, self.length, self.width)
+
+    def make_action_head(self, dim: int) -> nn.Module:
+        return PlacementHead(dim, self.length, self.width)

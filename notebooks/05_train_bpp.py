@@ -1,0 +1,194 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] papermill={"duration": 0.001704, "end_time": "2026-11-21T01:21:09.372577+00:00", "exception": false, "start_time": "2026-11-21T01:21:09.370873+00:00", "status": "completed"}
+# # 05 · Offline 3D bin packing: train short, test long (Table 1)
+#
+# attend2pack (Zhang et al. 2021) as the EIE paper adapts it, on the problem interface of notebooks
+# 03-04 (`eie.problems.bpp`): `n` boxes with integer edges uniform in 10..50, a bin of footprint
+# L × W (`bins`) and open height, six orientations. The box encoder is the CO-Transformer encoder
+# with the injected attention scale; each step the **sequence policy** (glimpse and pointer over the
+# boxes not yet packed, where the scaling rule acts) picks a box and the **placement policy** picks
+# its orientation and x; a rule fixes y (where the box rests lowest for that orientation and x,
+# smallest y on ties) and the box drops onto the highest point under it. Both see the height map
+# through 3 convolutions (attend2pack's frontier). Reward: the load rate
+# 100 · (box volume) / (L · W · packed height); higher is better.
+#
+# Every packing is checked (each box once, in one of its orientations, inside the footprint, no
+# overlaps). The reference is the best (by mean load rate) of three sort-then-place heuristics on the
+# first `reference_size` instances: boxes by longest edge, by volume, or as generated, each placed,
+# over all orientations and positions, where its top ends lowest. `gap_pct` = 100 (1 − load rate /
+# heuristic load rate): positive where the learned policy packs worse than the heuristic.
+#
+# The defaults are smoke-sized (10 → 40 boxes, one bin, a few training steps, two seeds: a few
+# minutes on a laptop CPU, far too little training to learn anything): they show that the pipeline
+# runs end to end. `presets/paper.yaml` holds the paper's settings (100 → 1600 boxes, three bins),
+# meant for a GPU. Results: `results/<run>/bpp.csv` (the columns of `tsp.csv`; `setting` is the bin
+# `LxW`, `objective` the load rate in %), `bpp_heuristics.csv`, per-instance load rates, logs.
+
+# %% papermill={"duration": 0.007365, "end_time": "2026-11-21T01:21:09.381364+00:00", "exception": false, "start_time": "2026-11-21T01:21:09.373999+00:00", "status": "completed"} tags=["parameters"]
+n_train = 10  # training length N (boxes)
+n_max = 40  # test at N, 2N, 4N, ... up to n_max
+bins = [[120, 100]]  # bin footprints L x W, one set of models each
+rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # trained with these scales
+training_free = ["eie", "exact", "log_N"]  # applied to the inv_sqrt_d model at test time
+seeds = [0, 1]
+epochs = 2
+steps_per_epoch = 3
+batch_size = 16
+lr = 1e-4
+max_grad_norm = 1.0
+baseline_eval_size = 32
+lr_decay_on_p = False  # the paper's "lr x 0.95 when p > 0.95"
+sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
+n_mode = "instance"  # "instance" or "unmasked" (n the rules see while decoding)
+test_size = 16
+test_seed = 1234
+reference_size = 16  # heuristics on the first instances of each test set
+eval_chunk = 64
+device = "auto"
+progress = True
+run = "default"
+
+# %% papermill={"duration": 1.742369, "end_time": "2026-11-21T01:21:11.124908+00:00", "exception": false, "start_time": "2026-11-21T01:21:09.382539+00:00", "status": "completed"}
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from eie import study
+from eie.evaluation import fixed_test_set
+from eie.paper import METHOD_LABELS, PAPER_BPP, paper_table
+from eie.paths import results_dir
+from eie.plotting import apply_style, draw_packing, length_axis, rule_kwargs, save_figure
+from eie.problems.bpp import BPP
+from eie.problems.bpp_heuristics import heuristic_load_rates
+
+apply_style()
+out = results_dir(run)
+suffix = "" if run == "default" else f"_{run}"
+d = 16  # head size of the model (width 128, 8 heads)
+methods = list(rules) + [m for m in training_free if "inv_sqrt_d" in rules]
+bins = [tuple(int(s) for s in b) for b in bins]
+settings = [f"{length}x{width}" for length, width in bins]
+
+# %% [markdown] papermill={"duration": 0.001, "end_time": "2026-11-21T01:21:11.127713+00:00", "exception": false, "start_time": "2026-11-21T01:21:11.126713+00:00", "status": "completed"}
+# ## Entropy-invariant scales for this training length
+
+# %% papermill={"duration": 2.869458, "end_time": "2026-11-21T01:21:13.998164+00:00", "exception": false, "start_time": "2026-11-21T01:21:11.128706+00:00", "status": "completed"}
+net, table = study.ensure_scales(d, n_train, n_max, run=run)
+print("lambda at n = N * 2^k:")
+for n in [n_train * 2**k for k in range(8) if n_train * 2**k <= n_max]:
+    print(f"  n = {n:5d}: EIE {float(net(float(n)).detach()):.3f}, exact {study.method_rule('exact', d, n_train, net, table)(n):.3f}")
+
+# %% [markdown] papermill={"duration": 0.001158, "end_time": "2026-11-21T01:21:14.001186+00:00", "exception": false, "start_time": "2026-11-21T01:21:14.000028+00:00", "status": "completed"}
+# ## Training
+#
+# One model per bin, rule and seed (checkpoints `bpp_<L>x<W>_<rule>_n<N>_seed<seed>` in
+# `results/<run>/checkpoints/`; reruns resume). REINFORCE with the greedy rollout baseline of
+# notebook 03; the cost is minus the load rate.
+
+# %% papermill={"duration": 32.687681, "end_time": "2026-11-21T01:21:46.690048+00:00", "exception": false, "start_time": "2026-11-21T01:21:14.002367+00:00", "status": "completed"}
+models, logs = {}, []
+for (length, width), setting in zip(bins, settings):
+    trained, log = study.train_models(
+        rules, seeds, run=run, device=device, progress=progress, tag=f"_{setting}", problem="bpp",
+        problem_options={"length": length, "width": width}, n_train=n_train, epochs=epochs,
+        steps_per_epoch=steps_per_epoch, batch_size=batch_size, lr=lr, max_grad_norm=max_grad_norm,
+        baseline_eval_size=baseline_eval_size, lr_decay_on_p=lr_decay_on_p, sites=tuple(sites), n_mode=n_mode)
+    models[setting] = trained
+    logs.append(log.assign(bin=setting, eval_load_rate=-log.eval_cost))
+logs = pd.concat(logs, ignore_index=True)
+logs.drop(columns="seconds").to_csv(out / "bpp_training_log.csv", index=False, float_format="%.6f")
+print("Final held-out load rate (%, greedy) by bin, rule and seed:")
+print(logs.groupby(["bin", "rule", "seed"]).eval_load_rate.last().unstack("seed").round(2).to_string())
+
+# %% [markdown] papermill={"duration": 0.002076, "end_time": "2026-11-21T01:21:46.694687+00:00", "exception": false, "start_time": "2026-11-21T01:21:46.692611+00:00", "status": "completed"}
+# ## Extrapolation (Table 1)
+
+# %% papermill={"duration": 30.285651, "end_time": "2026-11-21T01:22:16.982114+00:00", "exception": false, "start_time": "2026-11-21T01:21:46.696463+00:00", "status": "completed"}
+results, per_instance, heuristics = [], {}, []
+for (length, width), setting in zip(bins, settings):
+    result, rates, _ = study.evaluate(
+        models[setting], methods, n_train, n_max, net, table, test_size=test_size, setting=setting,
+        test_seed=test_seed, reference_size=reference_size, chunk=eval_chunk, device=device, progress=progress)
+    results.append(result)
+    per_instance.update({(f"{setting}/{method}", seed, n): r for (method, seed, n), r in rates.items()})
+    problem = BPP(length, width)
+    for n in sorted(set(result.n)):
+        instances = fixed_test_set(problem, n, reference_size, test_seed)
+        for order, rate in heuristic_load_rates(problem, instances).items():
+            heuristics.append({"setting": setting, "heuristic": order, "n": n, "load_rate": float(rate.mean())})
+results = pd.concat(results, ignore_index=True)
+heuristics = pd.DataFrame(heuristics)
+results.to_csv(out / "bpp.csv", index=False, float_format="%.4f")
+heuristics.to_csv(out / "bpp_heuristics.csv", index=False, float_format="%.4f")
+study.save_instance_costs(per_instance, out / "bpp_instance_load_rates.npz")
+print("Every reported packing passed the checker (each box once, inside the bin, no overlaps).")
+
+# %% [markdown] papermill={"duration": 0.001981, "end_time": "2026-11-21T01:22:16.986658+00:00", "exception": false, "start_time": "2026-11-21T01:22:16.984677+00:00", "status": "completed"}
+# Mean load rate in % (standard deviation over seeds), best per column starred; the gap to the
+# best heuristic; the heuristics themselves; and the paper's Table 1 (100 → 1600 boxes, five seeds).
+
+# %% papermill={"duration": 0.018666, "end_time": "2026-11-21T01:22:17.007325+00:00", "exception": false, "start_time": "2026-11-21T01:22:16.988659+00:00", "status": "completed"}
+labels = lambda frame: frame.rename(index=METHOD_LABELS)  # noqa: E731
+for setting in settings:
+    part = results[results.setting == setting]
+    print(f"== bin {setting}\nLoad rate (%):")
+    print(labels(study.table_by_method(part, "objective", maximise=True)).to_string())
+    print("Gap to the best heuristic (%):")
+    print(labels(study.table_by_method(part, "gap_pct", digits=1)).to_string())
+    print(f"Heuristics (first {reference_size} instances), load rate (%):")
+    print(heuristics[heuristics.setting == setting].pivot(index="heuristic", columns="n", values="load_rate")
+          .round(2).to_string())
+    key = tuple(int(s) for s in setting.split("x"))
+    if key in PAPER_BPP:
+        print("Paper, Table 1:")
+        print(labels(paper_table(PAPER_BPP[key])).to_string())
+    print()
+
+# %% [markdown] papermill={"duration": 0.002099, "end_time": "2026-11-21T01:22:17.011860+00:00", "exception": false, "start_time": "2026-11-21T01:22:17.009761+00:00", "status": "completed"}
+# Load rate against $n$ for each method (bars: standard deviation over seeds), the heuristics
+# dashed; and one packing drawn: the first test instance at the training length, packed by the
+# seed-0 model trained with $1/\sqrt d$, beside the volume-sorted heuristic's packing of it.
+
+# %% papermill={"duration": 0.504056, "end_time": "2026-11-21T01:22:17.517993+00:00", "exception": false, "start_time": "2026-11-21T01:22:17.013937+00:00", "status": "completed"}
+from eie.problems.bpp_heuristics import heuristic_solution  # noqa: E402
+
+stats = results[results.method != "reference"].groupby(["setting", "method", "n"], sort=False).objective.agg(
+    ["mean", "std"]).reset_index()
+for (length, width), setting in zip(bins, settings):
+    fig = plt.figure(figsize=(15, 4.2))
+    ax = fig.add_subplot(1, 3, 1)
+    for method, s in stats[stats.setting == setting].groupby("method", sort=False):
+        ax.errorbar(s.n, s["mean"], yerr=s["std"].fillna(0), marker="o", capsize=3, label=METHOD_LABELS[method],
+                    **rule_kwargs(method))
+    for order, h in heuristics[heuristics.setting == setting].groupby("heuristic"):
+        ax.plot(h.n, h.load_rate, ls="--", color="grey", marker="x", alpha=0.7)
+        ax.annotate(order, (h.n.iloc[-1], h.load_rate.iloc[-1]), fontsize=7, color="grey")
+    ax.set(xlabel="$n$ (boxes)", ylabel="load rate (%)", title=f"bin {setting}, trained on n = {n_train}")
+    length_axis(ax, n_train, n_max)
+    ax.legend(fontsize=7)
+    problem = BPP(length, width)
+    instance = fixed_test_set(problem, n_train, 1, test_seed)
+    model = models[setting][(rules[0], seeds[0])]
+    solution, _ = model.rollout(instance, "greedy")
+    problem.check(instance, solution)
+    packed = {f"{METHOD_LABELS[rules[0]]} model, seed {seeds[0]}": solution,
+              "heuristic: volume first": heuristic_solution(problem, instance, "volume")}
+    for i, (name, sol) in enumerate(packed.items()):
+        rate = float(problem.load_rate(instance, sol)[0])
+        draw_packing(fig.add_subplot(1, 3, 2 + i, projection="3d"), sol[0].cpu().numpy(), length, width,
+                     title=f"{name}: {rate:.1f} %")
+    save_figure(fig, f"05_bpp_{setting}{suffix}")
+    plt.show()

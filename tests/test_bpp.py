@@ -1,0 +1,120 @@
+"""3D bin packing: height-map geometry against brute force, the checker, heuristics, the two-decision
+policy, and the study driver end to end."""
+
+import numpy as np
+import pytest
+import torch
+
+from eie import scaling, study
+from eie.model import AttentionModel, AttentionScale
+from eie.problems import BPP, make_problem
+from eie.problems.base import InfeasibleSolution
+from eie.problems.bpp_heuristics import heuristic_load_rates, heuristic_solution
+from eie.problems.heightmap import footprint_sums, oriented, place, resting_heights
+
+
+def test_resting_heights_and_sums_match_brute_force():
+    g = torch.Generator().manual_seed(0)
+    heights = torch.randint(0, 60, (3, 23, 17), generator=g)
+    dims = torch.randint(1, 12, (3, 3), generator=g)
+    rest, sums = resting_heights(heights, dims), footprint_sums(heights, oriented(dims)[..., :2])
+    for b in range(3):
+        for o, (l, w, _) in enumerate(oriented(dims)[b].tolist()):
+            for x in range(23):
+                for y in range(17):
+                    if x + l <= 23 and y + w <= 17:
+                        window = heights[b, x:x + l, y:y + w]
+                        assert rest[b, o, x, y] == window.max() and sums[b, o, x, y] == window.sum()
+                    else:
+                        assert rest[b, o, x, y] == float("inf")
+
+
+def test_place_drops_the_box_onto_the_highest_point():
+    heights = torch.zeros(1, 6, 6, dtype=torch.long)
+    heights[0, 2, 2] = 5
+    new, z = place(heights, torch.tensor([1]), torch.tensor([1]), torch.tensor([[3, 2, 4]]))
+    assert z.item() == 5 and (new[0, 1:4, 1:3] == 9).all() and new[0, 0].sum() == 0 and new[0, 2, 3] == 0
+
+
+def test_load_rate_and_checker():
+    problem = BPP(50, 50)
+    instance = {"dims": torch.tensor([[[50, 50, 10], [10, 50, 50]]])}
+    # Box 0 flat on the floor, box 1 lying on top of it (rotated to 50 x 50 x 10): height 20, full.
+    solution = torch.tensor([[[0, 0, 0, 0, 50, 50, 10], [1, 0, 0, 10, 50, 50, 10]]])
+    problem.check(instance, solution)
+    assert problem.load_rate(instance, solution).item() == pytest.approx(100.0)
+    assert problem.cost(instance, solution).item() == pytest.approx(-100.0)
+    bad = {
+        "overlap": [[0, 0, 0, 0, 50, 50, 10], [1, 0, 0, 5, 50, 50, 10]],
+        "outside": [[0, 0, 0, 0, 50, 50, 10], [1, 1, 0, 10, 50, 50, 10]],
+        "twice": [[0, 0, 0, 0, 50, 50, 10], [0, 0, 0, 10, 50, 50, 10]],
+        "wrong edges": [[0, 0, 0, 0, 50, 50, 10], [1, 0, 0, 10, 50, 40, 10]],
+    }
+    for name, rows in bad.items():
+        with pytest.raises(InfeasibleSolution):
+            problem.check(instance, torch.tensor([rows]))
+
+
+def test_checker_catches_overlap_in_random_packings():
+    problem = BPP(60, 60)
+    g = torch.Generator().manual_seed(1)
+    instance = problem.generate(6, 12, g)
+    solution = heuristic_solution(problem, instance, "volume")
+    problem.check(instance, solution)
+    broken = solution.clone()
+    broken[:, 1, 1:4] = broken[:, 0, 1:4]  # box 1 moved onto box 0's corner: they overlap
+    with pytest.raises(InfeasibleSolution, match="instances \\[0, 1, 2, 3, 4"):
+        problem.check(instance, broken)
+
+
+def test_heuristics_pack_feasibly_and_sorting_helps():
+    problem = BPP(120, 100)
+    instance = problem.generate(6, 30, torch.Generator().manual_seed(2))
+    rates = heuristic_load_rates(problem, instance)  # each packing checked inside
+    assert set(rates) == {"longest_edge", "volume", "as_generated"}
+    assert all(((0 < r) & (r <= 100)).all() for r in rates.values())
+    assert rates["volume"].mean() > rates["as_generated"].mean()
+    with pytest.raises(ValueError, match="unknown box order"):
+        heuristic_solution(problem, instance, "colour")
+
+
+def test_policy_packs_feasibly_and_is_equivariant_in_the_boxes():
+    torch.manual_seed(0)
+    problem = make_problem("bpp", length=60, width=50)
+    model = AttentionModel(problem, AttentionScale(scaling.ln_d(16))).eval()
+    instance = problem.generate(3, 9, torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        greedy, log_likelihood = model.rollout(instance)
+        sampled, _ = model.rollout(instance, "sample", generator=torch.Generator().manual_seed(4))
+    problem.check(instance, greedy)
+    problem.check(instance, sampled)
+    assert greedy.shape == (3, 9, 7) and torch.isfinite(log_likelihood).all()
+    perm = torch.randperm(9, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        a = model.first_step_log_probs(instance)[:, perm]
+        b = model.first_step_log_probs({"dims": instance["dims"][:, perm]})
+    assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_bad_bins_and_sizes_are_refused():
+    with pytest.raises(ValueError, match="footprint"):
+        BPP(40, 100)
+    with pytest.raises(ValueError, match="n >= 1"):
+        BPP().generate(2, 0)
+
+
+def test_study_trains_and_evaluates_bpp_with_load_rates(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
+    models, log = study.train_models(["inv_sqrt_d"], [0], run="t", device="cpu", progress=False, tag="_60x50",
+                                     problem="bpp", problem_options={"length": 60, "width": 50}, n_train=4, epochs=1,
+                                     steps_per_epoch=1, batch_size=4, baseline_eval_size=4)
+    assert (tmp_path / "t" / "checkpoints" / "bpp_60x50_inv_sqrt_d_n4_seed0.pt").is_file()
+    results, rates, references = study.evaluate(models, ["inv_sqrt_d", "log_N"], 4, 8, None, None, test_size=3,
+                                                setting="60x50", reference_size=3, device="cpu", progress=False)
+    learned = results[results.method != "reference"]
+    assert learned.objective.between(0, 100).all()  # load rates, not costs
+    reference = results[results.method == "reference"].set_index("n").objective
+    for row in learned.itertuples():
+        assert row.gap_pct == pytest.approx(100 * (1 - row.objective / reference[row.n]), abs=1e-4)
+    assert all(np.all(r > 0) for r in references.values())
+    assert study.table_by_method(learned, maximise=True).iloc[:, 0].str.startswith("*").sum() == 1
