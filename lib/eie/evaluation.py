@@ -64,6 +64,23 @@ def greedy_costs(model: AttentionModel, instance: dict, rule: ScalingRule | None
         model.scale = trained_scale
 
 
+def median_seconds(fn, repeats: int = 3, device: torch.device | str = "cpu") -> float:
+    """Median wall-clock seconds of `fn()` over `repeats` calls (CUDA work synchronised)."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    cuda = torch.device(device).type == "cuda"
+    times = []
+    for _ in range(repeats):
+        if cuda:
+            torch.cuda.synchronize(device)
+        started = time.perf_counter()
+        fn()
+        if cuda:
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - started)
+    return float(np.median(times))
+
+
 def inference_seconds(model: AttentionModel, instance: dict, rule: ScalingRule | None = None, chunk: int = 256,
                       repeats: int = 3) -> float:
     """Median wall-clock seconds to decode `instance` greedily (checks included), over `repeats` runs.
@@ -71,19 +88,8 @@ def inference_seconds(model: AttentionModel, instance: dict, rule: ScalingRule |
     The rule is applied inside the timed region (once per chunk), so an EIE rule's network
     evaluation is part of what is measured.
     """
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}")
     device = next(model.parameters()).device
-    times = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        started = time.perf_counter()
-        greedy_costs(model, instance, rule, chunk=chunk)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - started)
-    return float(np.median(times))
+    return median_seconds(lambda: greedy_costs(model, instance, rule, chunk=chunk), repeats, device)
 
 
 def lkh_tsp_costs(coords: torch.Tensor, runs: int = 1, scale: float = 1e5) -> np.ndarray:

@@ -8,8 +8,6 @@ reference solver, into the long-format table) and `table_by_method` (the paper's
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 import torch
@@ -17,8 +15,8 @@ from tqdm import tqdm
 
 from . import scaling
 from .eie_net import fit_eie, load_eie_net, save_eie_net
-from .evaluation import (extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, reference_costs,
-                         trained_rule_for)
+from .evaluation import (extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds,
+                         reference_costs, trained_rule_for)
 from .paths import eie_net_path, exact_table_path, results_dir
 from .training import TrainConfig, resolve_device, train
 
@@ -132,13 +130,8 @@ def inference_times(model, methods, n_train: int, n_max: int, net, table, size: 
 
 def eie_net_seconds(net, n: float, repeats: int = 101) -> float:
     """Median seconds of one evaluation lambda(n) of the EIE net (what EIE adds to a decoding run)."""
-    times = []
     with torch.no_grad():
-        for _ in range(repeats):
-            started = time.perf_counter()
-            net(float(n))
-            times.append(time.perf_counter() - started)
-    return float(np.median(times))
+        return median_seconds(lambda: net(float(n)), repeats)
 
 
 def table_by_method(results: pd.DataFrame, value: str = "objective", digits: int = 2,
