@@ -57,8 +57,6 @@ run = "default"
 
 # %% papermill={"duration": 3.602235, "end_time": "2026-11-20T23:14:07.373924+00:00", "exception": false, "start_time": "2026-11-20T23:14:03.771689+00:00", "status": "completed"}
 import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
 
 from eie import study
 from eie.paper import METHOD_LABELS, PAPER_TSP, paper_table
@@ -79,9 +77,7 @@ methods = list(rules) + [m for m in training_free if "inv_sqrt_d" in rules]
 
 # %% papermill={"duration": 19.168922, "end_time": "2026-11-20T23:14:26.555206+00:00", "exception": false, "start_time": "2026-11-20T23:14:07.386284+00:00", "status": "completed"}
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
-print("lambda at n = N * 2^k:")
-for n in [n_train * 2**k for k in range(8) if n_train * 2**k <= n_max]:
-    print(f"  n = {n:5d}: EIE {float(net(float(n)).detach()):.3f}, exact {study.method_rule('exact', d, n_train, net, table)(n):.3f}")
+print(study.describe_scales(net, table, d, n_train, n_max))
 
 # %% [markdown] papermill={"duration": 0.00153, "end_time": "2026-11-20T23:14:26.558744+00:00", "exception": false, "start_time": "2026-11-20T23:14:26.557214+00:00", "status": "completed"}
 # ## Training

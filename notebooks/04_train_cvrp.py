@@ -93,9 +93,7 @@ if unknown:
 
 # %% papermill={"duration": 0.017927, "end_time": "2026-11-21T01:03:45.178713+00:00", "exception": false, "start_time": "2026-11-21T01:03:45.160786+00:00", "status": "completed"}
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
-print("lambda at n = N * 2^k:")
-for n in [n_train * 2**k for k in range(8) if n_train * 2**k <= n_max]:
-    print(f"  n = {n:5d}: EIE {float(net(float(n)).detach()):.3f}, exact {study.method_rule('exact', d, n_train, net, table)(n):.3f}")
+print(study.describe_scales(net, table, d, n_train, n_max))
 
 # %% [markdown] papermill={"duration": 0.001081, "end_time": "2026-11-21T01:03:45.181262+00:00", "exception": false, "start_time": "2026-11-21T01:03:45.180181+00:00", "status": "completed"}
 # ## Training

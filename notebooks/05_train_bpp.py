@@ -87,9 +87,7 @@ settings = [f"{length}x{width}" for length, width in bins]
 
 # %% papermill={"duration": 2.869458, "end_time": "2026-11-21T01:21:13.998164+00:00", "exception": false, "start_time": "2026-11-21T01:21:11.128706+00:00", "status": "completed"}
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
-print("lambda at n = N * 2^k:")
-for n in [n_train * 2**k for k in range(8) if n_train * 2**k <= n_max]:
-    print(f"  n = {n:5d}: EIE {float(net(float(n)).detach()):.3f}, exact {study.method_rule('exact', d, n_train, net, table)(n):.3f}")
+print(study.describe_scales(net, table, d, n_train, n_max))
 
 # %% [markdown] papermill={"duration": 0.001158, "end_time": "2026-11-21T01:21:14.001186+00:00", "exception": false, "start_time": "2026-11-21T01:21:14.000028+00:00", "status": "completed"}
 # ## Training

@@ -44,6 +44,16 @@ def ensure_scales(d: int, N: int, N_max: int, run: str = "default", **fit_option
     return net, table
 
 
+def describe_scales(net, table, d: int, N: int, N_max: int) -> str:
+    """The EIE and exact lambda at the tables' lengths n = N * 2^k, one line each (what the
+    training notebooks print after `ensure_scales`)."""
+    lines = ["lambda at n = N * 2^k:"]
+    exact = method_rule("exact", d, N, net, table)
+    for n in extrapolation_lengths(N, N_max):
+        lines.append(f"  n = {n:5d}: EIE {float(net(float(n)).detach()):.3f}, exact {exact(n):.3f}")
+    return "\n".join(lines)
+
+
 def train_models(rules, seeds, run: str = "default", device: str = "auto", progress: bool = True, tag: str = "",
                  **config):
     """Train one model per (rule, seed); checkpoints in results/<run>/checkpoints/ make reruns resume.
