@@ -12,6 +12,7 @@ the reference solved (the first `reference_size` of each test set).
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -47,11 +48,8 @@ def greedy_costs(model: AttentionModel, instance: dict, rule: ScalingRule | None
 
     Every solution passes the problem's feasibility check before its cost is returned.
     """
-    trained_scale = model.scale
-    if rule is not None:
-        model.scale = AttentionScale(rule, sites=trained_scale.sites, n_mode=trained_scale.n_mode)
     model.eval()
-    try:
+    with scale_applied(model, rule):
         batch = next(iter(instance.values())).shape[0]
         costs = []
         for start in range(0, batch, chunk):
@@ -60,6 +58,17 @@ def greedy_costs(model: AttentionModel, instance: dict, rule: ScalingRule | None
             model.problem.check(part, solution)
             costs.append(model.problem.cost(part, solution))
         return torch.cat(costs)
+
+
+@contextmanager
+def scale_applied(model: AttentionModel, rule: ScalingRule | None):
+    """Within the block the model's softmaxes use `rule` (same sites and n mode as trained); None
+    keeps the model's own scale. The trained scale is restored on leaving, errors included."""
+    trained_scale = model.scale
+    if rule is not None:
+        model.scale = AttentionScale(rule, sites=trained_scale.sites, n_mode=trained_scale.n_mode)
+    try:
+        yield model
     finally:
         model.scale = trained_scale
 

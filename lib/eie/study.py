@@ -18,7 +18,7 @@ from .eie_net import fit_eie, load_eie_net, save_eie_net
 from .evaluation import (extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds,
                          reference_costs, trained_rule_for)
 from .paths import eie_net_path, exact_table_path, results_dir
-from .training import TrainConfig, resolve_device, train
+from .training import TrainConfig, export_policy, load_trained, resolve_device, train
 
 RESULT_COLUMNS = ["problem", "setting", "method", "seed", "n", "objective", "gap_pct"]
 
@@ -66,11 +66,29 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
     for seed in seeds:
         for rule in rules:
             cfg = TrainConfig(rule=rule, seed=seed, **config)
-            result = train(cfg, folder, name=f"{cfg.problem}{tag}_{rule}_n{cfg.n_train}_seed{seed}", device=device,
+            result = train(cfg, folder, name=model_name(cfg.problem, rule, cfg.n_train, seed, tag), device=device,
                            progress=progress)
             models[(rule, seed)] = result.model
             logs.append(result.log.assign(rule=rule, seed=seed))
     return models, pd.concat(logs, ignore_index=True)
+
+
+def model_name(problem: str, rule: str, n_train: int, seed: int, tag: str = "") -> str:
+    """The file stem of a model's checkpoint, log and exported policy."""
+    return f"{problem}{tag}_{rule}_n{n_train}_seed{seed}"
+
+
+def export_policies(names, run: str = "default") -> list:
+    """Copy the trained policies `names` (see `model_name`) from results/<run>/checkpoints/ to
+    results/<run>/models/: weights and configuration only, what notebook 07 reads."""
+    folder = results_dir(run)
+    return [export_policy(folder / "checkpoints" / f"{name}.pt", folder / "models" / f"{name}.pt") for name in names]
+
+
+def load_policies(names, run: str = "default", device: str = "cpu") -> dict:
+    """{name: model} from results/<run>/models/ (written by `export_policies`)."""
+    folder = results_dir(run) / "models"
+    return {name: load_trained(folder / f"{name}.pt", device) for name in names}
 
 
 def method_rule(method: str, d: int, N: int, net, table) -> scaling.ScalingRule:

@@ -222,3 +222,20 @@ def load_trained(path, device: str = "cpu") -> AttentionModel:
         raise ValueError(f"{path} is not a loadable training checkpoint ({error})") from error
     model.eval()
     return model
+
+
+def export_policy(checkpoint, path) -> Path:
+    """Copy the current policy of a training checkpoint, without the optimiser, baseline and
+    generator states, to `path` (a few MB; `load_trained` reads it like a checkpoint)."""
+    checkpoint, path = Path(checkpoint), Path(path)
+    try:
+        payload = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no training checkpoint at {checkpoint}: train the model first") from None
+    except Exception as error:
+        raise ValueError(f"checkpoint {checkpoint} cannot be read ({error})") from error
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{checkpoint} is not a training checkpoint of this study")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _save_atomic({key: payload[key] for key in ("format", "config", "epoch", "model")}, path)
+    return path
