@@ -5,7 +5,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-RUN ?= default
+RUN ?=
 PRESET ?=
 TORCH_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
@@ -31,13 +31,17 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
 	touch $@
 
-# Every notebook in order, with its defaults (or a preset: make study PRESET=paper); executed
-# copies go to runs/$(RUN)/, figures to figures/, tables to results/$(RUN)/.
+# Every notebook in order (01-07), with its defaults or a preset (make study PRESET=paper); executed
+# copies go to runs/<run>/, figures to figures/, tables to results/<run>/. Without RUN each notebook
+# keeps its own `run` (01-05: default; 06-07 read the committed longer run, cpu_long) or the
+# preset's; RUN=name sends every notebook to results/name/.
+STUDY_OUT := runs/$(or $(RUN),$(PRESET),default)
 study: setup
-	mkdir -p runs/$(RUN)
+	mkdir -p $(STUDY_OUT)
 	@set -e; for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb"; \
-	  $(BIN)/papermill --cwd . $(if $(PRESET_FILE),-f $(PRESET_FILE),) -p run "$(RUN)" "$$nb" "runs/$(RUN)/$$(basename $$nb)"; \
+	  $(BIN)/papermill --cwd . $(if $(PRESET_FILE),-f $(PRESET_FILE),) $(if $(RUN),-p run "$(RUN)",) \
+	    "$$nb" "$(STUDY_OUT)/$$(basename $$nb)"; \
 	done
 
 test: unit nbval

@@ -13,7 +13,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.002173, "end_time": "2026-11-20T23:14:03.756239+00:00", "exception": false, "start_time": "2026-11-20T23:14:03.754066+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.004022, "end_time": "2026-11-21T02:21:04.506149+00:00", "exception": false, "start_time": "2026-11-21T02:21:04.502127+00:00", "status": "completed"}
 # # 03 · TSP: train short, test long (Table 2)
 #
 # Trains the CO-Transformer (Kool et al.'s Attention Model with LayerNorm; `eie.model`) with
@@ -31,7 +31,7 @@
 # `papermill notebooks/03_train_tsp.ipynb out.ipynb -f presets/paper.yaml`.
 # Results: `results/<run>/tsp.csv` (long format), per-instance costs, training logs and checkpoints.
 
-# %% papermill={"duration": 0.011892, "end_time": "2026-11-20T23:14:03.770042+00:00", "exception": false, "start_time": "2026-11-20T23:14:03.758150+00:00", "status": "completed"} tags=["parameters"]
+# %% papermill={"duration": 0.014515, "end_time": "2026-11-21T02:21:04.528511+00:00", "exception": false, "start_time": "2026-11-21T02:21:04.513996+00:00", "status": "completed"} tags=["parameters"]
 n_train = 20  # training length N
 n_max = 160  # test at N, 2N, 4N, ... up to n_max
 rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # trained with these scales
@@ -55,7 +55,7 @@ device = "auto"
 progress = True
 run = "default"
 
-# %% papermill={"duration": 3.602235, "end_time": "2026-11-20T23:14:07.373924+00:00", "exception": false, "start_time": "2026-11-20T23:14:03.771689+00:00", "status": "completed"}
+# %% papermill={"duration": 2.512641, "end_time": "2026-11-21T02:21:07.046566+00:00", "exception": false, "start_time": "2026-11-21T02:21:04.533925+00:00", "status": "completed"}
 import matplotlib.pyplot as plt
 
 from eie import study
@@ -69,31 +69,33 @@ suffix = "" if run == "default" else f"_{run}"
 d = 16  # head size of the model (width 128, 8 heads)
 methods = list(rules) + [m for m in training_free if "inv_sqrt_d" in rules]
 
-# %% [markdown] papermill={"duration": 0.00285, "end_time": "2026-11-20T23:14:07.381070+00:00", "exception": false, "start_time": "2026-11-20T23:14:07.378220+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.001814, "end_time": "2026-11-21T02:21:07.055555+00:00", "exception": false, "start_time": "2026-11-21T02:21:07.053741+00:00", "status": "completed"}
 # ## Entropy-invariant scales for this training length
 #
 # The EIE net and the exact $\lambda^*$ are fitted for $(d, N, N_{max})$ = (16, `n_train`, `n_max`),
 # or loaded from `results/<run>/eie_nets/` when notebook 02 or an earlier run saved them.
 
-# %% papermill={"duration": 19.168922, "end_time": "2026-11-20T23:14:26.555206+00:00", "exception": false, "start_time": "2026-11-20T23:14:07.386284+00:00", "status": "completed"}
+# %% papermill={"duration": 0.016866, "end_time": "2026-11-21T02:21:07.073988+00:00", "exception": false, "start_time": "2026-11-21T02:21:07.057122+00:00", "status": "completed"}
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
 print(study.describe_scales(net, table, d, n_train, n_max))
 
-# %% [markdown] papermill={"duration": 0.00153, "end_time": "2026-11-20T23:14:26.558744+00:00", "exception": false, "start_time": "2026-11-20T23:14:26.557214+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.004203, "end_time": "2026-11-21T02:21:07.082014+00:00", "exception": false, "start_time": "2026-11-21T02:21:07.077811+00:00", "status": "completed"}
 # ## Training
 #
 # Checkpoints are written after every epoch to `results/<run>/checkpoints/`: rerunning the notebook
 # resumes each model where it stopped (and skips finished ones).
 
-# %% papermill={"duration": 133.988649, "end_time": "2026-11-20T23:16:40.550416+00:00", "exception": false, "start_time": "2026-11-20T23:14:26.561767+00:00", "status": "completed"}
+# %% papermill={"duration": 7.063446, "end_time": "2026-11-21T02:21:14.149217+00:00", "exception": false, "start_time": "2026-11-21T02:21:07.085771+00:00", "status": "completed"}
 models, logs = study.train_models(
     rules, seeds, run=run, device=device, progress=progress, problem="tsp", n_train=n_train, epochs=epochs,
     steps_per_epoch=steps_per_epoch, batch_size=batch_size, lr=lr, max_grad_norm=max_grad_norm,
     baseline_eval_size=baseline_eval_size, lr_decay_on_p=lr_decay_on_p, sites=tuple(sites), n_mode=n_mode)
 logs.drop(columns="seconds").to_csv(out / "tsp_training_log.csv", index=False, float_format="%.6f")  # no timings: reruns give the same file
 print(logs.groupby(["rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
+# The first seed's policies, weights only, for notebook 07 (results/<run>/models/).
+study.export_policies([study.model_name("tsp", rule, n_train, seeds[0]) for rule in rules], run=run);
 
-# %% papermill={"duration": 0.633131, "end_time": "2026-11-20T23:16:41.191375+00:00", "exception": false, "start_time": "2026-11-20T23:16:40.558244+00:00", "status": "completed"}
+# %% papermill={"duration": 0.556404, "end_time": "2026-11-21T02:21:14.710579+00:00", "exception": false, "start_time": "2026-11-21T02:21:14.154175+00:00", "status": "completed"}
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
 for (rule, seed), log in logs.groupby(["rule", "seed"]):
     axes[0].plot(log.epoch, log.eval_cost, alpha=0.8, label=f"{METHOD_LABELS[rule]}, seed {seed}", **rule_kwargs(rule))
@@ -105,10 +107,10 @@ axes[0].legend(fontsize=7)
 save_figure(fig, f"03_tsp_training{suffix}")
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.007131, "end_time": "2026-11-20T23:16:41.206153+00:00", "exception": false, "start_time": "2026-11-20T23:16:41.199022+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.007902, "end_time": "2026-11-21T02:21:14.726288+00:00", "exception": false, "start_time": "2026-11-21T02:21:14.718386+00:00", "status": "completed"}
 # ## Extrapolation (Table 2)
 
-# %% papermill={"duration": 132.283197, "end_time": "2026-11-20T23:18:53.493128+00:00", "exception": false, "start_time": "2026-11-20T23:16:41.209931+00:00", "status": "completed"}
+# %% papermill={"duration": 320.737626, "end_time": "2026-11-21T02:26:35.466554+00:00", "exception": false, "start_time": "2026-11-21T02:21:14.728928+00:00", "status": "completed"}
 results, per_instance, references = study.evaluate(
     models, methods, n_train, n_max, net, table, test_size=test_size, test_seed=test_seed,
     reference_size=reference_size, reference_options={"runs": lkh_runs}, chunk=eval_chunk, device=device,
@@ -117,11 +119,11 @@ results.to_csv(out / "tsp.csv", index=False, float_format="%.4f")
 study.save_instance_costs(per_instance, out / "tsp_instance_costs.npz")
 print("Every reported tour passed the permutation check.")
 
-# %% [markdown] papermill={"duration": 0.01715, "end_time": "2026-11-20T23:18:53.531581+00:00", "exception": false, "start_time": "2026-11-20T23:18:53.514431+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.005103, "end_time": "2026-11-21T02:26:35.479452+00:00", "exception": false, "start_time": "2026-11-21T02:26:35.474349+00:00", "status": "completed"}
 # Mean tour length (standard deviation over seeds), best per column starred; then the gap to LKH
 # in percent.
 
-# %% papermill={"duration": 0.046732, "end_time": "2026-11-20T23:18:53.594960+00:00", "exception": false, "start_time": "2026-11-20T23:18:53.548228+00:00", "status": "completed"}
+# %% papermill={"duration": 0.033675, "end_time": "2026-11-21T02:26:35.520930+00:00", "exception": false, "start_time": "2026-11-21T02:26:35.487255+00:00", "status": "completed"}
 labels = lambda frame: frame.rename(index=METHOD_LABELS)  # noqa: E731
 print("Tour length:")
 print(labels(study.table_by_method(results, "objective")).to_string())
@@ -129,13 +131,13 @@ print("\nGap to LKH (%):")
 print(labels(study.table_by_method(results, "gap_pct", digits=1)).to_string())
 print("\nLKH mean tour length:", {n: round(float(r.mean()), 2) for n, r in references.items()})
 
-# %% [markdown] papermill={"duration": 0.016099, "end_time": "2026-11-20T23:18:53.622130+00:00", "exception": false, "start_time": "2026-11-20T23:18:53.606031+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.008157, "end_time": "2026-11-21T02:26:35.536783+00:00", "exception": false, "start_time": "2026-11-21T02:26:35.528626+00:00", "status": "completed"}
 # The paper's Table 2 (TSP100 → 1600, five seeds), for comparison when `n_train = 100`:
 
-# %% papermill={"duration": 0.028332, "end_time": "2026-11-20T23:18:53.667241+00:00", "exception": false, "start_time": "2026-11-20T23:18:53.638909+00:00", "status": "completed"}
+# %% papermill={"duration": 0.015426, "end_time": "2026-11-21T02:26:35.557276+00:00", "exception": false, "start_time": "2026-11-21T02:26:35.541850+00:00", "status": "completed"}
 print(paper_table(PAPER_TSP).to_string())
 
-# %% papermill={"duration": 0.519753, "end_time": "2026-11-20T23:18:54.203819+00:00", "exception": false, "start_time": "2026-11-20T23:18:53.684066+00:00", "status": "completed"}
+# %% papermill={"duration": 0.392287, "end_time": "2026-11-21T02:26:35.958389+00:00", "exception": false, "start_time": "2026-11-21T02:26:35.566102+00:00", "status": "completed"}
 stats = results[results.method != "reference"].groupby(["method", "n"], sort=False).agg(
     objective=("objective", "mean"), objective_std=("objective", "std"), gap=("gap_pct", "mean"),
     gap_std=("gap_pct", "std")).reset_index()

@@ -66,3 +66,39 @@ def draw_packing(ax, placements, length: int, width: int, title: str = "") -> No
     ax.plot([0, length, length, 0, 0], [0, 0, width, width, 0], [0] * 5, color="k", lw=0.8)
     ax.set(xlim=(0, length), ylim=(0, width), zlim=(0, top), xlabel="x", ylabel="y", zlabel="z", title=title)
     ax.set_box_aspect((length, width, top))
+
+
+def extrapolation_figure(results, ylabel: str, labels: dict, reference_label: str = "reference"):
+    """One problem's extrapolation at a glance: a column per setting (capacity, bin); on top the
+    mean objective against n for each method, its standard deviation over seeds as a band, the
+    reference solver dashed; below, the gap to the reference (%). `results` has the columns of
+    `eie.study.RESULT_COLUMNS`."""
+    import numpy as np
+
+    settings = list(dict.fromkeys(results.setting))
+    fig, axes = plt.subplots(2, len(settings), figsize=(5.2 * len(settings), 7.6), squeeze=False, sharex="col")
+    for column, setting in enumerate(settings):
+        part = results[results.setting == setting]
+        lengths = sorted(part.n.unique())
+        methods = list(dict.fromkeys(part.method[part.method != "reference"]))
+        for row, value in enumerate(("objective", "gap_pct")):
+            ax = axes[row, column]
+            stats = part[part.method != "reference"].groupby(["method", "n"], sort=False)[value].agg(["mean", "std"])
+            for method in methods:
+                s = stats.loc[method].reindex(lengths)
+                ax.plot(s.index, s["mean"], marker="o", label=labels.get(method, method), **rule_kwargs(method))
+                spread = s["std"].fillna(0).to_numpy()
+                ax.fill_between(s.index, s["mean"] - spread, s["mean"] + spread, alpha=0.15,
+                                color=RULE_COLOURS.get(method))
+            if value == "objective":
+                reference = part[part.method == "reference"].set_index("n").objective.reindex(lengths)
+                if np.isfinite(reference.to_numpy(dtype=float)).any():
+                    ax.plot(reference.index, reference, ls="--", color="black", marker="x", label=reference_label)
+                ax.set(ylabel=ylabel, title=setting or None)
+                ax.legend(fontsize=7)
+            else:
+                ax.axhline(0, color="black", lw=0.8, ls="--")
+                ax.set(xlabel="$n$", ylabel=f"gap to {reference_label} (%)")
+            length_axis(ax, min(lengths), max(lengths))
+    fig.tight_layout()
+    return fig

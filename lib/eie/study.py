@@ -163,16 +163,16 @@ def eie_net_seconds(net, n: float, repeats: int = 101) -> float:
 
 
 def table_by_method(results: pd.DataFrame, value: str = "objective", digits: int = 2,
-                    maximise: bool = False) -> pd.DataFrame:
+                    maximise: bool = False, mark: str = "*{}") -> pd.DataFrame:
     """Methods by n, each cell 'mean (std over seeds)'; the best mean per column (the lowest, or the
-    highest with `maximise`) marked with *."""
+    highest with `maximise`) formatted with `mark` ('*{}' by default, '**{}**' for markdown bold)."""
     stats = results[results.method != "reference"].groupby(["method", "n"], sort=False)[value].agg(["mean", "std"])
     means = stats["mean"].unstack("n")
     cells = stats.apply(lambda r: f"{r['mean']:.{digits}f}" + ("" if np.isnan(r["std"]) else f" ({r['std']:.{digits}f})"),
                         axis=1).unstack("n")
     best = means.idxmax() if maximise else means.idxmin()
     for n, method in best.items():
-        cells.loc[method, n] = "*" + cells.loc[method, n]
+        cells.loc[method, n] = mark.format(cells.loc[method, n])
     return cells.loc[means.index]
 
 

@@ -1,0 +1,143 @@
+"""Reading the extrapolation results back and comparing methods the way notebook 06 reports them.
+
+- `load_instance_objectives`: the per-instance objectives a training notebook saved (one array of
+  test instances per setting, method, seed and n);
+- `paired_comparison`: one method (EIE by default) against each other method over the same test
+  instances: per instance, each method's objective averaged over the seeds, then the mean
+  difference with a 95 % t interval and a two-sided Wilcoxon signed-rank p-value, Holm-corrected
+  over all the comparisons of one table;
+- `markdown_table`: a table (for example `study.table_by_method(..., mark="**{}**")`, the paper's
+  layout with the best mean of each column in bold) as markdown.
+
+The paired test answers "on these instances, with these trained models, is the difference
+systematic?"; it does not see the variation between training seeds (two or three seeds are too few
+to test over), which the (std) of the tables shows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+def load_instance_objectives(path) -> dict:
+    """{(setting, method, seed, n): objectives} from a `*_instance_costs.npz` / `*_load_rates.npz`
+    (keys 'setting/method|seed|n', or 'method|seed|n' with setting '')."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no per-instance results at {path}: run the training notebook for this run first")
+    out = {}
+    with np.load(path) as data:
+        for key in data.files:
+            try:
+                name, seed, n = key.split("|")
+                setting, _, method = name.rpartition("/")
+                out[(setting, method, int(seed), int(n))] = data[key]
+            except ValueError as error:
+                raise ValueError(f"{path}: entry {key!r} is not 'setting/method|seed|n'") from error
+    return out
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (family-wise error control, any dependence)."""
+    p = np.asarray(p_values, dtype=float)
+    order = np.argsort(p)
+    adjusted = np.empty_like(p)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def paired_comparison(objectives: dict, method: str = "eie", maximise: bool = False, alpha: float = 0.05,
+                      others=None) -> pd.DataFrame:
+    """`method` against every other method (or `others`) at each setting and n, paired by instance.
+
+    Columns: setting, n, other, instances, diff (mean over instances of method minus other, seeds
+    averaged first), ci_low, ci_high (95 % t interval of diff), p (Wilcoxon signed-rank), p_holm
+    (over all rows), verdict ('better' / 'worse' for `method` when p_holm < alpha, else 'n.s.';
+    lower objective is better unless `maximise`).
+    """
+    table = {}
+    for (setting, name, seed, n), values in objectives.items():
+        table.setdefault((setting, name, n), []).append(np.asarray(values, dtype=np.float64))
+    rows = []
+    for (setting, name, n), runs in sorted(table.items()):
+        if name != method:
+            continue
+        mine = np.mean(runs, axis=0)
+        for (s2, other, n2), other_runs in sorted(table.items()):
+            if s2 != setting or n2 != n or other == method or (others is not None and other not in others):
+                continue
+            theirs = np.mean(other_runs, axis=0)
+            if theirs.shape != mine.shape:
+                raise ValueError(f"{setting or 'results'} n={n}: {method} and {other} were evaluated on "
+                                 f"different numbers of instances ({mine.shape[0]} vs {theirs.shape[0]})")
+            diff = mine - theirs
+            half = stats.t.ppf(0.975, len(diff) - 1) * diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.nan
+            p = float(stats.wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
+            rows.append({"setting": setting, "n": n, "other": other, "instances": len(diff), "diff": diff.mean(),
+                         "ci_low": diff.mean() - half, "ci_high": diff.mean() + half, "p": p})
+    frame = pd.DataFrame(rows, columns=["setting", "n", "other", "instances", "diff", "ci_low", "ci_high", "p"])
+    frame["p_holm"] = holm(frame.p) if len(frame) else []
+    better = frame["diff"] > 0 if maximise else frame["diff"] < 0
+    frame["verdict"] = np.where(frame.p_holm >= alpha, "n.s.", np.where(better, "better", "worse"))
+    return frame
+
+
+def markdown_table(frame: pd.DataFrame, index_name: str = "") -> str:
+    """A GitHub-flavoured markdown table of `frame` (index as the first column)."""
+    header = [index_name or (frame.index.name or "")] + [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for index, row in frame.iterrows():
+        lines.append("| " + " | ".join([str(index)] + [str(v) for v in row]) + " |")
+    return "\n".join(lines)
+
+
+# The files a training notebook writes for each problem: (results table, per-instance objectives).
+RESULT_FILES = {"tsp": ("tsp.csv", "tsp_instance_costs.npz"),
+                "cvrp": ("cvrp.csv", "cvrp_instance_costs.npz"),
+                "bpp": ("bpp.csv", "bpp_instance_load_rates.npz")}
+
+
+def load_problem_results(folder, problem: str):
+    """(results table, per-instance objectives) of `problem` in the results folder, or None when the
+    training notebook has not written them there."""
+    if problem not in RESULT_FILES:
+        raise ValueError(f"unknown problem {problem!r}; choose from {sorted(RESULT_FILES)}")
+    table, instances = (Path(folder) / name for name in RESULT_FILES[problem])
+    if not table.is_file():
+        return None
+    results = pd.read_csv(table, keep_default_na=False, na_values=[""], dtype={"setting": str})
+    results["setting"] = results["setting"].fillna("")
+    return results, load_instance_objectives(instances)
+
+
+def relative_to_base(results: pd.DataFrame, base: str = "inv_sqrt_d") -> pd.DataFrame:
+    """Methods by extrapolation factor n / N: 100 (mean objective / mean objective of `base` - 1),
+    means over seeds (N = the smallest n of the table). Lets runs with different N be compared."""
+    means = results[results.method != "reference"].groupby(["method", "n"], sort=False).objective.mean().unstack("n")
+    relative = 100 * (means / means.loc[base] - 1)
+    relative.columns = [f"x{n // min(means.columns)}" for n in means.columns]
+    return relative
+
+
+def paper_relative(rows: dict, base: str = "inv_sqrt_d") -> pd.DataFrame:
+    """`relative_to_base` for one of the paper's tables (`eie.paper`)."""
+    n = rows["n"]
+    means = pd.DataFrame({key: [m for m, _ in values] for key, values in rows.items() if key != "n"}, index=n).T
+    relative = 100 * (means / means.loc[base] - 1)
+    relative.columns = [f"x{v // min(n)}" for v in n]
+    return relative
+
+
+def side_by_side(ours: pd.DataFrame, theirs: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
+    """Cells 'ours / theirs' on the rows and columns of `ours` ('-' where `theirs` has no value)."""
+    theirs = theirs.reindex(index=ours.index, columns=ours.columns)
+    fmt = lambda v: "-" if pd.isna(v) else f"{v:.{digits}f}"  # noqa: E731
+    return pd.DataFrame([[f"{fmt(a)} / {fmt(b)}" for a, b in zip(ours.loc[i], theirs.loc[i])] for i in ours.index],
+                        index=ours.index, columns=ours.columns)

@@ -1,0 +1,154 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] papermill={"duration": 0.00183, "end_time": "2026-11-21T02:20:14.347977+00:00", "exception": false, "start_time": "2026-11-21T02:20:14.346147+00:00", "status": "completed"}
+# # 06 · The extrapolation tables (Tables 1, 2 and 3 of the paper)
+#
+# Reads what notebooks 03-05 wrote to `results/<run>/` and lays it out as the paper does: one table
+# per problem (Table 1: 3D bin packing, load rate in %, higher is better; Table 2: TSP, tour length;
+# Table 3: CVRP, total distance; lower is better), rows the scaling rules, columns the test length
+# $n = N \cdot 2^k$, cells the mean (standard deviation) over training seeds, **bold** the best of
+# each column. Beside each: our gap to the reference (LKH for TSP, HGS for CVRP, the best
+# sort-then-place heuristic for bin packing), the paper's table, and both compared at the same
+# extrapolation factor $n/N$ (our runs use a smaller $N$ than the paper's 100, so lengths cannot be
+# matched, factors can). Then, for each $n$, **EIE against every other rule on the same test
+# instances** (paired; which differences are systematic), and one figure per problem.
+#
+# `run` picks the results folder; the default is the longest run committed (`cpu_long`, trained on
+# a 2-core CPU; see `results/cpu_long/README.md`). Problems whose files are missing there are
+# skipped with a note. Writes `results/<run>/table<k>_<problem>.md` (every table below, markdown),
+# `results/<run>/paired_<problem>.csv` and `figures/06_<problem>_<run>.png`.
+
+# %% papermill={"duration": 0.012835, "end_time": "2026-11-21T02:20:14.362278+00:00", "exception": false, "start_time": "2026-11-21T02:20:14.349443+00:00", "status": "completed"} tags=["parameters"]
+run = "cpu_long"  # results/<run>/ to read (and write the tables to)
+alpha = 0.05  # family-wise error level of the paired comparisons (Holm over each table)
+
+# %% papermill={"duration": 2.736044, "end_time": "2026-11-21T02:20:17.113919+00:00", "exception": false, "start_time": "2026-11-21T02:20:14.377875+00:00", "status": "completed"}
+import matplotlib.pyplot as plt
+
+from eie import comparison, study
+from eie.paper import METHOD_LABELS, PAPER_BPP, PAPER_CVRP, PAPER_TSP, paper_table
+from eie.paths import results_dir
+from eie.plotting import apply_style, extrapolation_figure, save_figure
+
+apply_style()
+out = results_dir(run)
+# (problem, paper table number, objective, reference, is the objective maximised?)
+PROBLEMS = [("bpp", 1, "load rate (%)", "best heuristic", True),
+            ("tsp", 2, "tour length", "LKH", False),
+            ("cvrp", 3, "total distance", "HGS", False)]
+
+
+def paper_rows(problem, setting):
+    """The paper's table for this problem and setting (None when the paper has no such setting)."""
+    if problem == "tsp":
+        return PAPER_TSP
+    if problem == "cvrp":
+        return PAPER_CVRP.get(int(setting.lstrip("C")))
+    return PAPER_BPP.get(tuple(int(s) for s in setting.split("x")))
+
+
+def labelled(frame):
+    return frame.rename(index=lambda m: METHOD_LABELS.get(m, m))
+
+
+# %% [markdown] papermill={"duration": 0.001245, "end_time": "2026-11-21T02:20:17.119224+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.117979+00:00", "status": "completed"}
+# ## The tables
+#
+# For each problem and setting: our table (best in bold), our gap to the reference (%; positive =
+# worse than the reference), the paper's table, and every method relative to the $1/\sqrt d$ model
+# at the same factor $n/N$ (%, ours / the paper's, `-` where the paper has no such row; negative = shorter tours, or for bin packing
+# a lower load rate). Each table is also written to `results/<run>/table<k>_<problem>.md`.
+
+# %% papermill={"duration": 0.063762, "end_time": "2026-11-21T02:20:17.185491+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.121729+00:00", "status": "completed"}
+loaded = {}
+for problem, number, objective, reference, maximise in PROBLEMS:
+    found = comparison.load_problem_results(out, problem)
+    if found is None:
+        print(f"Table {number} ({problem}): no results in results/{run}/ (run notebook 0{number + 2 if number > 1 else 5} "
+              f"with -p run {run}); skipped.\n")
+        continue
+    results, objectives = found
+    loaded[problem] = (results, objectives)
+    seeds = sorted(results.seed[results.seed >= 0].unique())
+    instances = len(next(iter(objectives.values())))
+    lines = [f"## Table {number}: {problem}, {objective} (results/{run}, {len(seeds)} seeds, "
+             f"{instances} test instances per n)"]
+    for setting in dict.fromkeys(results.setting):
+        part = results[results.setting == setting]
+        lines += ["", f"### {setting or problem}", "",
+                  comparison.markdown_table(labelled(study.table_by_method(part, maximise=maximise, mark="**{}**")),
+                                            "method"),
+                  "", f"Gap to {reference} (%):", "",
+                  comparison.markdown_table(labelled(study.table_by_method(part, "gap_pct", digits=1, mark="**{}**")),
+                                            "method")]
+        rows = paper_rows(problem, setting)
+        if rows is not None:
+            lines += ["", f"Paper, Table {number} (N = 100):", "",
+                      comparison.markdown_table(labelled(paper_table(rows)), "method"),
+                      "", "Relative to the 1/sqrt(d) model at the same n/N (%), ours / paper:", ""]
+            both = comparison.side_by_side(comparison.relative_to_base(part), comparison.paper_relative(rows))
+            lines.append(comparison.markdown_table(labelled(both), "method"))
+    text = "\n".join(lines)
+    (out / f"table{number}_{problem}.md").write_text(text + "\n")
+    print(text, end="\n\n")
+
+# %% [markdown] papermill={"duration": 0.0039, "end_time": "2026-11-21T02:20:17.193663+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.189763+00:00", "status": "completed"}
+# Table 6 of the paper (d = 32, N = 120, 4 layers) needs models of head size 32 trained on 120-long
+# instances; no such run exists in this study (it is GPU-sized and no GPU was available), so it is
+# not reproduced here.
+#
+# ## EIE against each rule, instance by instance
+#
+# For each setting and $n$: the difference EIE − other in the mean objective over the same test
+# instances (each method's objective first averaged over the training seeds), its 95 % interval,
+# and the verdict for EIE (`better`, `worse`, or `n.s.` when the Holm-adjusted Wilcoxon p-value of
+# the table is above `alpha`). The training-free rules (exact $\lambda^*$, calibrated log) run on the
+# same models as EIE; the trained rules on their own models, so for them the test sees the
+# instances but not the spread between training seeds (two or three seeds are too few to test over;
+# compare with the standard deviations above).
+
+# %% papermill={"duration": 0.059911, "end_time": "2026-11-21T02:20:17.254778+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.194867+00:00", "status": "completed"}
+for problem, number, objective, reference, maximise in PROBLEMS:
+    if problem not in loaded:
+        continue
+    results, objectives = loaded[problem]
+    paired = comparison.paired_comparison(objectives, "eie", maximise=maximise, alpha=alpha)
+    paired.to_csv(out / f"paired_{problem}.csv", index=False, float_format="%.6g")
+    paired["cell"] = paired.apply(lambda r: f"{r['diff']:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] {r.verdict}", axis=1)
+    print(f"== Table {number} ({problem}), EIE - other, {objective}:")
+    for setting, part in paired.groupby("setting", sort=False):
+        cells = part.pivot(index="other", columns="n", values="cell")
+        print(f"-- {setting or problem}")
+        print(labelled(cells).to_string())
+    counts = paired[paired.n > paired.n.min()].verdict.value_counts()
+    print(f"Beyond the training length, EIE is better in {counts.get('better', 0)}, worse in "
+          f"{counts.get('worse', 0)} and not distinguishable in {counts.get('n.s.', 0)} of {int(counts.sum())} "
+          "comparisons.\n")
+
+# %% [markdown] papermill={"duration": 0.005346, "end_time": "2026-11-21T02:20:17.262146+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.256800+00:00", "status": "completed"}
+# ## One figure per problem
+#
+# Top: the mean objective against $n$ (log scale), one line per rule, the band its standard
+# deviation over seeds, the reference dashed. Bottom: the gap to the reference.
+
+# %% papermill={"duration": 1.002996, "end_time": "2026-11-21T02:20:18.266862+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.263866+00:00", "status": "completed"}
+for problem, number, objective, reference, maximise in PROBLEMS:
+    if problem not in loaded:
+        continue
+    fig = extrapolation_figure(loaded[problem][0], objective, METHOD_LABELS, reference)
+    fig.suptitle(f"Table {number}: {problem}, results/{run}", y=1.01)
+    save_figure(fig, f"06_{problem}_{run}")
+    plt.show()

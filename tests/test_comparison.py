@@ -1,0 +1,71 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from eie import comparison, study
+
+
+def fake_objectives(shift_eie=-0.5, size=60, seeds=(0, 1)):
+    rng = np.random.default_rng(0)
+    base = rng.uniform(5, 10, size)
+    out = {}
+    for seed in seeds:
+        noise = lambda: rng.normal(0, 0.05, size)  # noqa: E731
+        out[("C10", "inv_sqrt_d", seed, 20)] = base + noise()
+        out[("C10", "eie", seed, 20)] = base + shift_eie + noise()
+        out[("C10", "exact", seed, 20)] = base + shift_eie + noise()
+    return out
+
+
+def test_save_and_load_round_trip(tmp_path):
+    per_instance = {("C10/eie", 0, 20): np.arange(3.0), ("C10/ln_d", 1, 40): np.ones(3)}
+    study.save_instance_costs(per_instance, tmp_path / "x.npz")
+    loaded = comparison.load_instance_objectives(tmp_path / "x.npz")
+    assert set(loaded) == {("C10", "eie", 0, 20), ("C10", "ln_d", 1, 40)}
+    np.testing.assert_array_equal(loaded[("C10", "eie", 0, 20)], np.arange(3.0))
+    study.save_instance_costs({("eie", 0, 20): np.ones(2)}, tmp_path / "y.npz")
+    assert set(comparison.load_instance_objectives(tmp_path / "y.npz")) == {("", "eie", 0, 20)}
+    with pytest.raises(FileNotFoundError, match="run the training notebook"):
+        comparison.load_instance_objectives(tmp_path / "missing.npz")
+
+
+def test_paired_comparison_finds_a_real_difference_and_not_a_null_one():
+    frame = comparison.paired_comparison(fake_objectives(), "eie")
+    assert list(frame.other) == ["exact", "inv_sqrt_d"]
+    row = frame.set_index("other").loc["inv_sqrt_d"]
+    assert row["diff"] == pytest.approx(-0.5, abs=0.05) and row.ci_low < -0.45 < row.ci_high + 0.1
+    assert row.verdict == "better" and row.p_holm < 1e-6
+    assert frame.set_index("other").loc["exact"].verdict == "n.s."
+    maximised = comparison.paired_comparison(fake_objectives(), "eie", maximise=True)
+    assert maximised.set_index("other").loc["inv_sqrt_d"].verdict == "worse"
+    uneven = fake_objectives()
+    uneven[("C10", "eie", 0, 20)] = uneven[("C10", "eie", 0, 20)][:10]
+    uneven[("C10", "eie", 1, 20)] = uneven[("C10", "eie", 1, 20)][:10]
+    with pytest.raises(ValueError, match="different numbers of instances"):
+        comparison.paired_comparison(uneven, "eie")
+
+
+def test_holm_adjustment():
+    np.testing.assert_allclose(comparison.holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
+    assert comparison.holm([]).shape == (0,)
+
+
+def test_markdown_table_with_bold_best():
+    results = pd.DataFrame({"method": ["a", "a", "b", "b"], "seed": [0, 1, 0, 1], "n": [20] * 4,
+                            "objective": [1.0, 1.2, 2.0, 2.0]})
+    cells = study.table_by_method(results, mark="**{}**")
+    text = comparison.markdown_table(cells, "method")
+    assert text.splitlines()[0] == "| method | 20 |"
+    assert "| a | **1.10 (0.14)** |" in text and "| b | 2.00 (0.00) |" in text
+
+
+def test_relative_tables_line_up_by_extrapolation_factor():
+    results = pd.DataFrame({"method": ["inv_sqrt_d", "eie"] * 2, "seed": [0] * 4, "n": [20, 20, 40, 40],
+                            "objective": [10.0, 10.0, 20.0, 18.0]})
+    ours = comparison.relative_to_base(results)
+    assert list(ours.columns) == ["x1", "x2"] and ours.loc["eie", "x2"] == pytest.approx(-10.0)
+    theirs = comparison.paper_relative({"n": [100, 200], "inv_sqrt_d": [(5.0, 0.1), (8.0, 0.1)],
+                                        "eie": [(5.0, 0.1), (6.0, 0.2)], "ln_d": [(5.0, 0.1), (9.0, 0.1)]})
+    both = comparison.side_by_side(ours, theirs)
+    assert both.loc["eie", "x2"] == "-10.0 / -25.0" and both.loc["inv_sqrt_d", "x1"] == "0.0 / 0.0"
+    assert comparison.side_by_side(ours, theirs.drop("eie")).loc["eie", "x2"] == "-10.0 / -"
