@@ -93,7 +93,7 @@ models, logs = study.train_models(
 logs.drop(columns="seconds").to_csv(out / "tsp_training_log.csv", index=False, float_format="%.6f")  # no timings: reruns give the same file
 print(logs.groupby(["rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
 # The first seed's policies, weights only, for notebook 07 (results/<run>/models/).
-study.export_policies([study.model_name("tsp", rule, n_train, seeds[0]) for rule in rules], run=run);
+exported = study.export_policies([study.model_name("tsp", rule, n_train, seeds[0]) for rule in rules], run=run)
 
 # %% papermill={"duration": 0.556404, "end_time": "2026-11-21T02:21:14.710579+00:00", "exception": false, "start_time": "2026-11-21T02:21:14.154175+00:00", "status": "completed"}
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
