@@ -13,7 +13,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.00183, "end_time": "2026-11-21T02:20:14.347977+00:00", "exception": false, "start_time": "2026-11-21T02:20:14.346147+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.002532, "end_time": "2026-11-21T03:06:55.767311+00:00", "exception": false, "start_time": "2026-11-21T03:06:55.764779+00:00", "status": "completed"}
 # # 06 · The extrapolation tables (Tables 1, 2 and 3 of the paper)
 #
 # Reads what notebooks 03-05 wrote to `results/<run>/` and lays it out as the paper does: one table
@@ -31,11 +31,11 @@
 # skipped with a note. Writes `results/<run>/table<k>_<problem>.md` (every table below, markdown),
 # `results/<run>/paired_<problem>.csv` and `figures/06_<problem>_<run>.png`.
 
-# %% papermill={"duration": 0.012835, "end_time": "2026-11-21T02:20:14.362278+00:00", "exception": false, "start_time": "2026-11-21T02:20:14.349443+00:00", "status": "completed"} tags=["parameters"]
+# %% papermill={"duration": 0.009486, "end_time": "2026-11-21T03:06:55.778576+00:00", "exception": false, "start_time": "2026-11-21T03:06:55.769090+00:00", "status": "completed"} tags=["parameters"]
 run = "cpu_long"  # results/<run>/ to read (and write the tables to)
 alpha = 0.05  # family-wise error level of the paired comparisons (Holm over each table)
 
-# %% papermill={"duration": 2.736044, "end_time": "2026-11-21T02:20:17.113919+00:00", "exception": false, "start_time": "2026-11-21T02:20:14.377875+00:00", "status": "completed"}
+# %% papermill={"duration": 2.449558, "end_time": "2026-11-21T03:06:58.230254+00:00", "exception": false, "start_time": "2026-11-21T03:06:55.780696+00:00", "status": "completed"}
 import matplotlib.pyplot as plt
 
 from eie import comparison, study
@@ -64,7 +64,7 @@ def labelled(frame):
     return frame.rename(index=lambda m: METHOD_LABELS.get(m, m))
 
 
-# %% [markdown] papermill={"duration": 0.001245, "end_time": "2026-11-21T02:20:17.119224+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.117979+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.001341, "end_time": "2026-11-21T03:06:58.233456+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.232115+00:00", "status": "completed"}
 # ## The tables
 #
 # For each problem and setting: our table (best in bold), our gap to the reference (%; positive =
@@ -72,7 +72,7 @@ def labelled(frame):
 # at the same factor $n/N$ (%, ours / the paper's, `-` where the paper has no such row; negative = shorter tours, or for bin packing
 # a lower load rate). Each table is also written to `results/<run>/table<k>_<problem>.md`.
 
-# %% papermill={"duration": 0.063762, "end_time": "2026-11-21T02:20:17.185491+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.121729+00:00", "status": "completed"}
+# %% papermill={"duration": 0.075849, "end_time": "2026-11-21T03:06:58.310547+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.234698+00:00", "status": "completed"}
 loaded = {}
 for problem, number, objective, reference, maximise in PROBLEMS:
     found = comparison.load_problem_results(out, problem)
@@ -105,7 +105,7 @@ for problem, number, objective, reference, maximise in PROBLEMS:
     (out / f"table{number}_{problem}.md").write_text(text + "\n")
     print(text, end="\n\n")
 
-# %% [markdown] papermill={"duration": 0.0039, "end_time": "2026-11-21T02:20:17.193663+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.189763+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.001371, "end_time": "2026-11-21T03:06:58.313636+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.312265+00:00", "status": "completed"}
 # Table 6 of the paper (d = 32, N = 120, 4 layers) needs models of head size 32 trained on 120-long
 # instances; no such run exists in this study (it is GPU-sized and no GPU was available), so it is
 # not reproduced here.
@@ -120,7 +120,7 @@ for problem, number, objective, reference, maximise in PROBLEMS:
 # instances but not the spread between training seeds (two or three seeds are too few to test over;
 # compare with the standard deviations above).
 
-# %% papermill={"duration": 0.059911, "end_time": "2026-11-21T02:20:17.254778+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.194867+00:00", "status": "completed"}
+# %% papermill={"duration": 0.058356, "end_time": "2026-11-21T03:06:58.373262+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.314906+00:00", "status": "completed"}
 for problem, number, objective, reference, maximise in PROBLEMS:
     if problem not in loaded:
         continue
@@ -138,13 +138,13 @@ for problem, number, objective, reference, maximise in PROBLEMS:
           f"{counts.get('worse', 0)} and not distinguishable in {counts.get('n.s.', 0)} of {int(counts.sum())} "
           "comparisons.\n")
 
-# %% [markdown] papermill={"duration": 0.005346, "end_time": "2026-11-21T02:20:17.262146+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.256800+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.001566, "end_time": "2026-11-21T03:06:58.377679+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.376113+00:00", "status": "completed"}
 # ## One figure per problem
 #
 # Top: the mean objective against $n$ (log scale), one line per rule, the band its standard
 # deviation over seeds, the reference dashed. Bottom: the gap to the reference.
 
-# %% papermill={"duration": 1.002996, "end_time": "2026-11-21T02:20:18.266862+00:00", "exception": false, "start_time": "2026-11-21T02:20:17.263866+00:00", "status": "completed"}
+# %% papermill={"duration": 1.260645, "end_time": "2026-11-21T03:06:59.639724+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.379079+00:00", "status": "completed"}
 for problem, number, objective, reference, maximise in PROBLEMS:
     if problem not in loaded:
         continue

@@ -62,18 +62,18 @@ def paired_comparison(objectives: dict, method: str = "eie", maximise: bool = Fa
     (over all rows), verdict ('better' / 'worse' for `method` when p_holm < alpha, else 'n.s.';
     lower objective is better unless `maximise`).
     """
-    table = {}
-    for (setting, name, seed, n), values in objectives.items():
-        table.setdefault((setting, name, n), []).append(np.asarray(values, dtype=np.float64))
+    runs = {}  # (setting, n) -> {method: [objectives of each seed]}
+    for (setting, name, _, n), values in objectives.items():
+        runs.setdefault((setting, n), {}).setdefault(name, []).append(np.asarray(values, dtype=np.float64))
     rows = []
-    for (setting, name, n), runs in sorted(table.items()):
-        if name != method:
+    for (setting, n), by_method in sorted(runs.items()):
+        if method not in by_method:
             continue
-        mine = np.mean(runs, axis=0)
-        for (s2, other, n2), other_runs in sorted(table.items()):
-            if s2 != setting or n2 != n or other == method or (others is not None and other not in others):
+        mine = np.mean(by_method[method], axis=0)
+        for other in sorted(by_method):
+            if other == method or (others is not None and other not in others):
                 continue
-            theirs = np.mean(other_runs, axis=0)
+            theirs = np.mean(by_method[other], axis=0)
             if theirs.shape != mine.shape:
                 raise ValueError(f"{setting or 'results'} n={n}: {method} and {other} were evaluated on "
                                  f"different numbers of instances ({mine.shape[0]} vs {theirs.shape[0]})")

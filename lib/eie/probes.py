@@ -82,9 +82,10 @@ def js_divergence_to_normal(samples: np.ndarray, edges: np.ndarray | None = None
     normal = np.diff(stats.norm.cdf(full))
 
     def histograms(values):
+        bins = len(full) - 1
         index = np.searchsorted(edges, values, side="right")  # 0 .. len(edges): bin of each value
-        counts = np.stack([np.bincount(index[:, j], minlength=len(full) - 1) for j in range(values.shape[1])])
-        return counts / values.shape[0]
+        index = index + bins * np.arange(values.shape[1])  # one block of bins per column: one bincount
+        return np.bincount(index.ravel(), minlength=bins * values.shape[1]).reshape(values.shape[1], bins) / values.shape[0]
 
     divergence = _js_divergence(histograms(samples), normal)
     reference = np.random.default_rng(seed).standard_normal((samples.shape[0], 1))
