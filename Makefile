@@ -13,6 +13,18 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PRESET_FILE := $(if $(PRESET),presets/$(PRESET).yaml,)
 SHELL := /bin/bash
 
+# RUN names a folder under results/ and runs/: a plain name, never a path out of the repository.
+ifneq ($(RUN),)
+ifneq ($(shell printf '%s' '$(RUN)' | grep -Ec '^[A-Za-z0-9_-][A-Za-z0-9_.-]*$$'),1)
+$(error RUN=$(RUN) is not a plain folder name (letters, digits, '_', '-', '.'; not starting with '.'): use e.g. RUN=myrun)
+endif
+endif
+ifneq ($(PRESET),)
+ifeq ($(wildcard $(PRESET_FILE)),)
+$(error PRESET=$(PRESET): no file $(PRESET_FILE); presets: $(basename $(notdir $(wildcard presets/*.yaml))))
+endif
+endif
+
 .PHONY: setup study test unit nbval notebooks sync benchmarks clean-venv
 
 setup: $(VENV)/.installed

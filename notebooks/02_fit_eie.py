@@ -13,7 +13,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.003774, "end_time": "2026-11-20T23:10:11.802130+00:00", "exception": false, "start_time": "2026-11-20T23:10:11.798356+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.004672, "end_time": "2026-11-22T10:43:32.813426+00:00", "exception": false, "start_time": "2026-11-22T10:43:32.808754+00:00", "status": "completed"}
 # # 02 · Fitting the EIE net, and the exact entropy-invariant scale
 #
 # Reproduces **Figures 3 and 4** ($\lambda(n)$ learned by EIE for $d = 16$ and $d = 32$, here beside
@@ -32,7 +32,7 @@
 # Outputs: `results/<run>/eie_lambda.csv` (`d,N,n,lambda_eie,lambda_exact,lambda_paper`), the fitted
 # nets and $\lambda^*$ tables in `results/<run>/eie_nets/`, where the training notebooks load them.
 
-# %% papermill={"duration": 0.012506, "end_time": "2026-11-20T23:10:11.818628+00:00", "exception": false, "start_time": "2026-11-20T23:10:11.806122+00:00", "status": "completed"} tags=["parameters"]
+# %% papermill={"duration": 0.026298, "end_time": "2026-11-22T10:43:32.845255+00:00", "exception": false, "start_time": "2026-11-22T10:43:32.818957+00:00", "status": "completed"} tags=["parameters"]
 settings = [[16, 100, 1600], [32, 120, 1920]]  # [d, N (training length), N_max]
 eie_epochs = 500
 eie_batch_size = 256
@@ -47,7 +47,7 @@ entropy_samples = 2048  # rows per point of the entropy curves
 seed = 0
 run = "default"
 
-# %% papermill={"duration": 3.352095, "end_time": "2026-11-20T23:10:15.172529+00:00", "exception": false, "start_time": "2026-11-20T23:10:11.820434+00:00", "status": "completed"}
+# %% papermill={"duration": 5.078563, "end_time": "2026-11-22T10:43:37.927449+00:00", "exception": false, "start_time": "2026-11-22T10:43:32.848886+00:00", "status": "completed"}
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
@@ -55,13 +55,15 @@ import matplotlib.pyplot as plt
 from eie import entropy, scaling
 from eie.eie_net import fit_eie, save_eie_net, load_eie_net
 from eie.paper import paper_lambda
+from eie.parameters import check_parameters
 from eie.paths import eie_net_path, exact_table_path, results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
 
+globals().update(check_parameters("02_fit_eie", globals()))  # every parameter checked before any compute
 apply_style()
 out = results_dir(run)
 
-# %% [markdown] papermill={"duration": 0.001482, "end_time": "2026-11-20T23:10:15.180313+00:00", "exception": false, "start_time": "2026-11-20T23:10:15.178831+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.007774, "end_time": "2026-11-22T10:43:37.939567+00:00", "exception": false, "start_time": "2026-11-22T10:43:37.931793+00:00", "status": "completed"}
 # ## Fit the EIE nets and solve for $\lambda^*$
 #
 # The fitted net is saved with its $d$, $N$, $N_{max}$ and open choices; loading it back for another
@@ -69,7 +71,7 @@ out = results_dir(run)
 # Monte-Carlo estimator with fixed normals (a smooth, decreasing function of $\lambda$), and
 # interpolated monotonically in $\ln n$.
 
-# %% papermill={"duration": 214.280474, "end_time": "2026-11-20T23:13:49.466350+00:00", "exception": false, "start_time": "2026-11-20T23:10:15.185876+00:00", "status": "completed"}
+# %% papermill={"duration": 108.113923, "end_time": "2026-11-22T10:45:26.059591+00:00", "exception": false, "start_time": "2026-11-22T10:43:37.945668+00:00", "status": "completed"}
 nets, tables, histories = {}, {}, {}
 for d, N, N_max in settings:
     net, history = fit_eie(d, N, N_max, epochs=eie_epochs, batch_size=eie_batch_size, lr=eie_lr, lr_decay=eie_lr_decay,
@@ -85,23 +87,23 @@ for d, N, N_max in settings:
           f"(standard error {history.target_se:.4f}); fitted lambda(n) increasing on [N, N_max]: "
           f"{bool(np.all(np.diff(lam_dense) > 0))}")
 
-# %% papermill={"duration": 0.378492, "end_time": "2026-11-20T23:13:49.854112+00:00", "exception": false, "start_time": "2026-11-20T23:13:49.475620+00:00", "status": "completed"}
+# %% papermill={"duration": 0.73439, "end_time": "2026-11-22T10:45:26.802721+00:00", "exception": false, "start_time": "2026-11-22T10:45:26.068331+00:00", "status": "completed"}
 fig, ax = plt.subplots(figsize=(6, 3.5))
 for d, history in histories.items():
     loss = pd.Series(history.loss)
     ax.plot(loss.rolling(20, min_periods=1).mean(), label=f"$d = {d}$")
 ax.set(yscale="log", xlabel="epoch", ylabel="loss (Eq. 13), 20-epoch mean", title="EIE fit")
 ax.legend()
-save_figure(fig, "02_eie_fit_loss")
+save_figure(fig, "02_eie_fit_loss", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.007085, "end_time": "2026-11-20T23:13:49.866017+00:00", "exception": false, "start_time": "2026-11-20T23:13:49.858932+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.009084, "end_time": "2026-11-22T10:45:26.821014+00:00", "exception": false, "start_time": "2026-11-22T10:45:26.811930+00:00", "status": "completed"}
 # ## Tables 5 and 7: $\lambda$ at $n = N \cdot 2^k$
 #
 # `se exact` is the Monte-Carlo standard error of $\lambda^*$. The loss floor of the fit is the
 # Monte-Carlo noise of its 16-row entropy estimates, not a misfit.
 
-# %% papermill={"duration": 0.043479, "end_time": "2026-11-20T23:13:49.918085+00:00", "exception": false, "start_time": "2026-11-20T23:13:49.874606+00:00", "status": "completed"}
+# %% papermill={"duration": 0.052938, "end_time": "2026-11-22T10:45:26.882915+00:00", "exception": false, "start_time": "2026-11-22T10:45:26.829977+00:00", "status": "completed"}
 rows = []
 for d, N, N_max in settings:
     eie_rule = scaling.make_rule("eie", d, net=nets[d])
@@ -120,10 +122,10 @@ for d, part in shown.groupby("d"):
     print(f"Table {5 if d == 16 else 7} (d = {d}):")
     print(part.drop(columns=["d", "N"]).set_index("n").T.round(4).to_string(), "\n")
 
-# %% [markdown] papermill={"duration": 0.01134, "end_time": "2026-11-20T23:13:49.938180+00:00", "exception": false, "start_time": "2026-11-20T23:13:49.926840+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.007226, "end_time": "2026-11-22T10:45:26.896106+00:00", "exception": false, "start_time": "2026-11-22T10:45:26.888880+00:00", "status": "completed"}
 # ## Figures 3 and 4: $\lambda(n)$ for every rule
 
-# %% papermill={"duration": 0.522544, "end_time": "2026-11-20T23:13:50.469482+00:00", "exception": false, "start_time": "2026-11-20T23:13:49.946938+00:00", "status": "completed"}
+# %% papermill={"duration": 1.118536, "end_time": "2026-11-22T10:45:28.022097+00:00", "exception": false, "start_time": "2026-11-22T10:45:26.903561+00:00", "status": "completed"}
 keys = ["inv_sqrt_d", "ln_d", "log_N", "eie", "exact"]
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4), squeeze=False)
 for ax, (d, N, N_max) in zip(axes[0], settings):
@@ -136,16 +138,16 @@ for ax, (d, N, N_max) in zip(axes[0], settings):
     ax.set(xlabel="$n$", ylabel=r"$\lambda(n)$", title=f"$d = {d}$, $N = {N}$ (Figure {3 if d == 16 else 4})")
     length_axis(ax, N, N_max, log=False)
     ax.legend(fontsize=8)
-save_figure(fig, "figure3_4_lambda")
+save_figure(fig, "figure3_4_lambda", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.009247, "end_time": "2026-11-20T23:13:50.492187+00:00", "exception": false, "start_time": "2026-11-20T23:13:50.482940+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.009227, "end_time": "2026-11-22T10:45:28.041601+00:00", "exception": false, "start_time": "2026-11-22T10:45:28.032374+00:00", "status": "completed"}
 # ## Figures 2 and 5: the expected entropy the fitted scale produces
 #
 # Every curve uses the same normals; the grey band is $\pm 2$ standard errors around the target
 # $H(N, 1/\sqrt d)$. The entropy-invariant rules stay on it; $1/\sqrt d$ and $\ln n/d$ drift away.
 
-# %% papermill={"duration": 8.862694, "end_time": "2026-11-20T23:13:59.364023+00:00", "exception": false, "start_time": "2026-11-20T23:13:50.501329+00:00", "status": "completed"}
+# %% papermill={"duration": 6.592162, "end_time": "2026-11-22T10:45:34.644017+00:00", "exception": false, "start_time": "2026-11-22T10:45:28.051855+00:00", "status": "completed"}
 keys = ["inv_sqrt_d", "ln_d", "log_N", "eie", "exact"]
 curves = []
 for d, N, N_max in settings:
@@ -168,12 +170,12 @@ for ax, (d, N, N_max) in zip(axes[0], settings):
     ax.set(xlabel="$n$", ylabel="expected entropy $H$ (nats)", title=f"$d = {d}$ (Figure {2 if d == 16 else 5})")
     length_axis(ax, N, N_max)
     ax.legend(fontsize=8)
-save_figure(fig, "figure2_5_entropy")
+save_figure(fig, "figure2_5_entropy", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.009099, "end_time": "2026-11-20T23:13:59.386873+00:00", "exception": false, "start_time": "2026-11-20T23:13:59.377774+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.011751, "end_time": "2026-11-22T10:45:34.670034+00:00", "exception": false, "start_time": "2026-11-22T10:45:34.658283+00:00", "status": "completed"}
 # Largest deviation from the target entropy over $N \le n \le N_{max}$, in nats:
 
-# %% papermill={"duration": 0.025794, "end_time": "2026-11-20T23:13:59.421724+00:00", "exception": false, "start_time": "2026-11-20T23:13:59.395930+00:00", "status": "completed"}
+# %% papermill={"duration": 0.028952, "end_time": "2026-11-22T10:45:34.711697+00:00", "exception": false, "start_time": "2026-11-22T10:45:34.682745+00:00", "status": "completed"}
 dev = curves.assign(dev=lambda c: (c.H - c.d.map({d: h.target_entropy for d, h in histories.items()})).abs())
 print(dev.groupby(["d", "rule"], sort=False).dev.max().unstack("d").round(3).to_string())

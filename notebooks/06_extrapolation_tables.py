@@ -13,7 +13,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.002532, "end_time": "2026-11-21T03:06:55.767311+00:00", "exception": false, "start_time": "2026-11-21T03:06:55.764779+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.004437, "end_time": "2026-11-22T10:54:17.657609+00:00", "exception": false, "start_time": "2026-11-22T10:54:17.653172+00:00", "status": "completed"}
 # # 06 · The extrapolation tables (Tables 1, 2 and 3 of the paper)
 #
 # Reads what notebooks 03-05 wrote to `results/<run>/` and lays it out as the paper does: one table
@@ -31,20 +31,22 @@
 # skipped with a note. Writes `results/<run>/table<k>_<problem>.md` (every table below, markdown),
 # `results/<run>/paired_<problem>.csv` and `figures/06_<problem>_<run>.png`.
 
-# %% papermill={"duration": 0.009486, "end_time": "2026-11-21T03:06:55.778576+00:00", "exception": false, "start_time": "2026-11-21T03:06:55.769090+00:00", "status": "completed"} tags=["parameters"]
+# %% papermill={"duration": 0.017487, "end_time": "2026-11-22T10:54:17.678747+00:00", "exception": false, "start_time": "2026-11-22T10:54:17.661260+00:00", "status": "completed"} tags=["parameters"]
 run = "cpu_long"  # results/<run>/ to read (and write the tables to)
 alpha = 0.05  # family-wise error level of the paired comparisons (Holm over each table)
 
-# %% papermill={"duration": 2.449558, "end_time": "2026-11-21T03:06:58.230254+00:00", "exception": false, "start_time": "2026-11-21T03:06:55.780696+00:00", "status": "completed"}
+# %% papermill={"duration": 4.004697, "end_time": "2026-11-22T10:54:21.686594+00:00", "exception": false, "start_time": "2026-11-22T10:54:17.681897+00:00", "status": "completed"}
 import matplotlib.pyplot as plt
 
 from eie import comparison, study
+from eie.parameters import check_parameters
 from eie.paper import METHOD_LABELS, PAPER_BPP, PAPER_CVRP, PAPER_TSP, paper_table
 from eie.paths import results_dir
 from eie.plotting import apply_style, extrapolation_figure, save_figure
 
+globals().update(check_parameters("06_extrapolation_tables", globals()))  # every parameter checked before any compute
 apply_style()
-out = results_dir(run)
+out = results_dir(run, create=False)
 # (problem, paper table number, objective, reference, is the objective maximised?)
 PROBLEMS = [("bpp", 1, "load rate (%)", "best heuristic", True),
             ("tsp", 2, "tour length", "LKH", False),
@@ -64,7 +66,7 @@ def labelled(frame):
     return frame.rename(index=lambda m: METHOD_LABELS.get(m, m))
 
 
-# %% [markdown] papermill={"duration": 0.001341, "end_time": "2026-11-21T03:06:58.233456+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.232115+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.002988, "end_time": "2026-11-22T10:54:21.692068+00:00", "exception": false, "start_time": "2026-11-22T10:54:21.689080+00:00", "status": "completed"}
 # ## The tables
 #
 # For each problem and setting: our table (best in bold), our gap to the reference (%; positive =
@@ -72,16 +74,14 @@ def labelled(frame):
 # at the same factor $n/N$ (%, ours / the paper's, `-` where the paper has no such row; negative = shorter tours, or for bin packing
 # a lower load rate). Each table is also written to `results/<run>/table<k>_<problem>.md`.
 
-# %% papermill={"duration": 0.075849, "end_time": "2026-11-21T03:06:58.310547+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.234698+00:00", "status": "completed"}
-loaded = {}
+# %% papermill={"duration": 0.180268, "end_time": "2026-11-22T10:54:21.875193+00:00", "exception": false, "start_time": "2026-11-22T10:54:21.694925+00:00", "status": "completed"}
+loaded, skipped = comparison.load_run_results(out)
+for note in skipped:
+    print(note, end="\n\n")
 for problem, number, objective, reference, maximise in PROBLEMS:
-    found = comparison.load_problem_results(out, problem)
-    if found is None:
-        print(f"Table {number} ({problem}): no results in results/{run}/ (run notebook 0{number + 2 if number > 1 else 5} "
-              f"with -p run {run}); skipped.\n")
+    if problem not in loaded:
         continue
-    results, objectives = found
-    loaded[problem] = (results, objectives)
+    results, objectives = loaded[problem]
     seeds = sorted(results.seed[results.seed >= 0].unique())
     instances = len(next(iter(objectives.values())))
     lines = [f"## Table {number}: {problem}, {objective} (results/{run}, {len(seeds)} seeds, "
@@ -105,7 +105,7 @@ for problem, number, objective, reference, maximise in PROBLEMS:
     (out / f"table{number}_{problem}.md").write_text(text + "\n")
     print(text, end="\n\n")
 
-# %% [markdown] papermill={"duration": 0.001371, "end_time": "2026-11-21T03:06:58.313636+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.312265+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.003169, "end_time": "2026-11-22T10:54:21.881835+00:00", "exception": false, "start_time": "2026-11-22T10:54:21.878666+00:00", "status": "completed"}
 # Table 6 of the paper (d = 32, N = 120, 4 layers) needs models of head size 32 trained on 120-long
 # instances; no such run exists in this study (it is GPU-sized and no GPU was available), so it is
 # not reproduced here.
@@ -120,7 +120,7 @@ for problem, number, objective, reference, maximise in PROBLEMS:
 # instances but not the spread between training seeds (two or three seeds are too few to test over;
 # compare with the standard deviations above).
 
-# %% papermill={"duration": 0.058356, "end_time": "2026-11-21T03:06:58.373262+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.314906+00:00", "status": "completed"}
+# %% papermill={"duration": 0.110607, "end_time": "2026-11-22T10:54:21.995279+00:00", "exception": false, "start_time": "2026-11-22T10:54:21.884672+00:00", "status": "completed"}
 for problem, number, objective, reference, maximise in PROBLEMS:
     if problem not in loaded:
         continue
@@ -138,17 +138,17 @@ for problem, number, objective, reference, maximise in PROBLEMS:
           f"{counts.get('worse', 0)} and not distinguishable in {counts.get('n.s.', 0)} of {int(counts.sum())} "
           "comparisons.\n")
 
-# %% [markdown] papermill={"duration": 0.001566, "end_time": "2026-11-21T03:06:58.377679+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.376113+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.001726, "end_time": "2026-11-22T10:54:21.999276+00:00", "exception": false, "start_time": "2026-11-22T10:54:21.997550+00:00", "status": "completed"}
 # ## One figure per problem
 #
 # Top: the mean objective against $n$ (log scale), one line per rule, the band its standard
 # deviation over seeds, the reference dashed. Bottom: the gap to the reference.
 
-# %% papermill={"duration": 1.260645, "end_time": "2026-11-21T03:06:59.639724+00:00", "exception": false, "start_time": "2026-11-21T03:06:58.379079+00:00", "status": "completed"}
+# %% papermill={"duration": 2.561943, "end_time": "2026-11-22T10:54:24.563057+00:00", "exception": false, "start_time": "2026-11-22T10:54:22.001114+00:00", "status": "completed"}
 for problem, number, objective, reference, maximise in PROBLEMS:
     if problem not in loaded:
         continue
     fig = extrapolation_figure(loaded[problem][0], objective, METHOD_LABELS, reference)
     fig.suptitle(f"Table {number}: {problem}, results/{run}", y=1.01)
-    save_figure(fig, f"06_{problem}_{run}")
+    save_figure(fig, f"06_{problem}", run=run)
     plt.show()

@@ -13,7 +13,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.001993, "end_time": "2026-11-21T03:18:50.665252+00:00", "exception": false, "start_time": "2026-11-21T03:18:50.663259+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.003946, "end_time": "2026-11-22T10:54:27.210434+00:00", "exception": false, "start_time": "2026-11-22T10:54:27.206488+00:00", "status": "completed"}
 # # 07 · The appendix: do EIE's assumptions hold inside a trained model?
 #
 # EIE picks $\lambda(n)$ so that the *expected* attention entropy of Eq. 6 stays at its training
@@ -35,7 +35,7 @@
 # Writes `results/<run>/appendix_js_divergence.csv`, `appendix_entropy.csv`,
 # `appendix_permutation.csv` and `figures/07_*_<run>.png`.
 
-# %% papermill={"duration": 0.008641, "end_time": "2026-11-21T03:18:50.675837+00:00", "exception": false, "start_time": "2026-11-21T03:18:50.667196+00:00", "status": "completed"} tags=["parameters"]
+# %% papermill={"duration": 0.016643, "end_time": "2026-11-22T10:54:27.230503+00:00", "exception": false, "start_time": "2026-11-22T10:54:27.213860+00:00", "status": "completed"} tags=["parameters"]
 run = "cpu_long"  # results/<run>/models/ holds the trained TSP policies (notebook 03 exports them)
 n_train = 20  # their training length N
 n_max = 320  # probe at N, 2N, ... up to n_max
@@ -45,21 +45,23 @@ permutation_instances = 4  # test instances per n for the Theorem 1 check (it de
 js_instances = 64  # instances at the training length for Figure 6
 test_seed = 4321
 
-# %% papermill={"duration": 2.207218, "end_time": "2026-11-21T03:18:52.884619+00:00", "exception": false, "start_time": "2026-11-21T03:18:50.677401+00:00", "status": "completed"}
+# %% papermill={"duration": 4.213879, "end_time": "2026-11-22T10:54:31.447721+00:00", "exception": false, "start_time": "2026-11-22T10:54:27.233842+00:00", "status": "completed"}
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
 from eie import probes, study
+from eie.parameters import check_parameters
 from eie.entropy import entropy_eq6
 from eie.evaluation import extrapolation_lengths, fixed_test_set, trained_rule_for
 from eie.paper import METHOD_LABELS
 from eie.paths import results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
 
+globals().update(check_parameters("07_appendix", globals()))  # every parameter checked before any compute
 apply_style()
-torch.set_grad_enabled(False)
-out = results_dir(run)
+torch.set_grad_enabled(False)  # probes only (fitting an EIE net below, if needed, turns gradients on itself)
+out = results_dir(run, create=False)
 d = 16
 lengths = extrapolation_lengths(n_train, n_max)
 trained = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]
@@ -71,7 +73,7 @@ rules = {method: study.method_rule(method, d, n_train, net, table) for method in
 problem = models["inv_sqrt_d"].problem
 print(f"TSP{n_train} models ({', '.join(names.values())}), probed at n = {lengths}")
 
-# %% [markdown] papermill={"duration": 0.001284, "end_time": "2026-11-21T03:18:52.888115+00:00", "exception": false, "start_time": "2026-11-21T03:18:52.886831+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.001932, "end_time": "2026-11-22T10:54:31.453160+00:00", "exception": false, "start_time": "2026-11-22T10:54:31.451228+00:00", "status": "completed"}
 # ## Figure 6: is the input of each attention layer standard normal?
 #
 # $X$ of each encoder layer of the $1/\sqrt d$ model, on `js_instances` instances at $n = N$:
@@ -79,7 +81,7 @@ print(f"TSP{n_train} models ({', '.join(names.values())}), probed at n = {length
 # tails) between the element's values over all nodes and $\mathcal N(0,1)$; then the same after
 # standardising each element (mean 0, variance 1), which asks only whether its *shape* is Gaussian.
 
-# %% papermill={"duration": 0.111327, "end_time": "2026-11-21T03:18:53.000710+00:00", "exception": false, "start_time": "2026-11-21T03:18:52.889383+00:00", "status": "completed"}
+# %% papermill={"duration": 0.147159, "end_time": "2026-11-22T10:54:31.602146+00:00", "exception": false, "start_time": "2026-11-22T10:54:31.454987+00:00", "status": "completed"}
 probe = probes.probe_encoder(models["inv_sqrt_d"], fixed_test_set(problem, n_train, js_instances, test_seed))
 rows = []
 for layer, x in enumerate(probe.inputs):
@@ -97,7 +99,7 @@ summary = js.groupby("layer").agg(js_median=("js", "median"), js_max=("js", "max
                                   element_std_median=("std", "median"), element_mean_abs_max=("mean", lambda m: m.abs().max()))
 print(summary.round(3).to_string())
 
-# %% papermill={"duration": 0.409338, "end_time": "2026-11-21T03:18:53.411913+00:00", "exception": false, "start_time": "2026-11-21T03:18:53.002575+00:00", "status": "completed"}
+# %% papermill={"duration": 0.836251, "end_time": "2026-11-22T10:54:32.440746+00:00", "exception": false, "start_time": "2026-11-22T10:54:31.604495+00:00", "status": "completed"}
 fig, axes = plt.subplots(1, 2, figsize=(13, 3.8), sharey=True)
 for ax, column, title in zip(axes, ["js", "js_standardised"], ["as is", "each element standardised"]):
     for layer, part in js.groupby("layer"):
@@ -106,10 +108,10 @@ for ax, column, title in zip(axes, ["js", "js_standardised"], ["as is", "each el
     ax.set(yscale="log", xlabel="element of $X$", title=f"JS divergence to N(0, 1), {title}")
 axes[0].set_ylabel("nats")
 axes[0].legend(fontsize=8)
-save_figure(fig, f"07_figure6_js_divergence_{run}")
+save_figure(fig, "07_figure6_js_divergence", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.001911, "end_time": "2026-11-21T03:18:53.416372+00:00", "exception": false, "start_time": "2026-11-21T03:18:53.414461+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.00334, "end_time": "2026-11-22T10:54:32.447297+00:00", "exception": false, "start_time": "2026-11-22T10:54:32.443957+00:00", "status": "completed"}
 # ## Where Eq. 6 is used: measured attention entropy against its prediction
 #
 # For each method (the training-free ones on the $1/\sqrt d$ model) and each $n$: the mean entropy
@@ -118,7 +120,7 @@ plt.show()
 # of i.i.d. Gaussian logits with the per-row spread the model produces. EIE's premise is that the
 # first stays flat in $n$ because the second does.
 
-# %% papermill={"duration": 13.026973, "end_time": "2026-11-21T03:19:06.445243+00:00", "exception": false, "start_time": "2026-11-21T03:18:53.418270+00:00", "status": "completed"}
+# %% papermill={"duration": 17.127728, "end_time": "2026-11-22T10:54:49.579855+00:00", "exception": false, "start_time": "2026-11-22T10:54:32.452127+00:00", "status": "completed"}
 rows = []
 for n in lengths:
     batch = fixed_test_set(problem, n, instances, test_seed)
@@ -142,7 +144,7 @@ change = entropy[entropy.n == max(lengths)].set_index(["layer", "method"]).measu
 print(f"\nMeasured entropy change from n = {n_train} to n = {max(lengths)} (nats), by layer:")
 print(change.unstack("layer").loc[methods].rename(index=METHOD_LABELS).round(2).to_string())
 
-# %% papermill={"duration": 1.183053, "end_time": "2026-11-21T03:19:07.631119+00:00", "exception": false, "start_time": "2026-11-21T03:19:06.448066+00:00", "status": "completed"}
+# %% papermill={"duration": 3.472393, "end_time": "2026-11-22T10:54:53.058662+00:00", "exception": false, "start_time": "2026-11-22T10:54:49.586269+00:00", "status": "completed"}
 shown = ["inv_sqrt_d", "ln_d", "eie", "log_N"]
 fig, axes = plt.subplots(2, 3, figsize=(15, 8))
 for layer in (1, 2, 3):
@@ -165,10 +167,10 @@ for layer in (1, 2, 3):
 axes[0, 0].legend(fontsize=6, ncol=2)
 axes[1, 0].legend(fontsize=6)
 fig.tight_layout()
-save_figure(fig, f"07_entropy_measured_vs_gaussian_{run}")
+save_figure(fig, "07_entropy_measured_vs_gaussian", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.002836, "end_time": "2026-11-21T03:19:07.637503+00:00", "exception": false, "start_time": "2026-11-21T03:19:07.634667+00:00", "status": "completed"}
+# %% [markdown] papermill={"duration": 0.012563, "end_time": "2026-11-22T10:54:53.079171+00:00", "exception": false, "start_time": "2026-11-22T10:54:53.066608+00:00", "status": "completed"}
 # **Reading (the committed `cpu_long` TSP20 models).** The premise does not hold inside these
 # models, and the way it fails explains why EIE helps less on TSP than the paper reports:
 #
@@ -196,7 +198,7 @@ plt.show()
 # log-probabilities, and between the greedy tour lengths. Float32 arithmetic in a different order
 # leaves differences near $10^{-6}$; a model that were not equivariant would differ by $O(1)$.
 
-# %% papermill={"duration": 1.149738, "end_time": "2026-11-21T03:19:08.790090+00:00", "exception": false, "start_time": "2026-11-21T03:19:07.640352+00:00", "status": "completed"}
+# %% papermill={"duration": 3.993866, "end_time": "2026-11-22T10:54:57.082509+00:00", "exception": false, "start_time": "2026-11-22T10:54:53.088643+00:00", "status": "completed"}
 rows = []
 for rule, model in models.items():
     for n in lengths:

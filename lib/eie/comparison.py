@@ -102,6 +102,8 @@ def markdown_table(frame: pd.DataFrame, index_name: str = "") -> str:
 RESULT_FILES = {"tsp": ("tsp.csv", "tsp_instance_costs.npz"),
                 "cvrp": ("cvrp.csv", "cvrp_instance_costs.npz"),
                 "bpp": ("bpp.csv", "bpp_instance_load_rates.npz")}
+# The notebook that writes them.
+RESULT_NOTEBOOKS = {"tsp": "03_train_tsp", "cvrp": "04_train_cvrp", "bpp": "05_train_bpp"}
 
 
 def load_problem_results(folder, problem: str):
@@ -115,6 +117,24 @@ def load_problem_results(folder, problem: str):
     results = pd.read_csv(table, keep_default_na=False, na_values=[""], dtype={"setting": str})
     results["setting"] = results["setting"].fillna("")
     return results, load_instance_objectives(instances)
+
+
+def load_run_results(folder, problems=tuple(RESULT_FILES)) -> tuple[dict, list[str]]:
+    """({problem: (results table, per-instance objectives)}, notes on the problems not found) for a
+    finished run's folder. Raises FileNotFoundError, naming the notebooks to run, when the folder
+    holds none of them: an empty or mistyped run is an error, not a report with no tables."""
+    folder = Path(folder)
+    loaded, missing = {}, []
+    for problem in problems:
+        found = load_problem_results(folder, problem)
+        if found is None:
+            missing.append(f"{problem}: no {RESULT_FILES[problem][0]} in {folder} (run notebooks/"
+                           f"{RESULT_NOTEBOOKS[problem]}.ipynb with -p run {folder.name}); skipped")
+        else:
+            loaded[problem] = found
+    if not loaded:
+        raise FileNotFoundError(f"{folder} holds no results of the training notebooks: " + "; ".join(missing))
+    return loaded, missing
 
 
 def relative_to_base(results: pd.DataFrame, base: str = "inv_sqrt_d") -> pd.DataFrame:

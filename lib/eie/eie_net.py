@@ -42,6 +42,7 @@ from torch import nn
 from tqdm import tqdm
 
 from .entropy import entropy_eq6
+from .files import load_tensors, save_atomic
 from .validation import check_d, check_lengths, check_n
 
 FORMAT = "eie-net/1"
@@ -163,6 +164,7 @@ class FitHistory:
     target_se: float
 
 
+@torch.enable_grad()
 def fit_eie(
     d: int,
     N: int,
@@ -183,7 +185,7 @@ def fit_eie(
     Each epoch is one Adam step on B integers n uniform in (N, N_max]; H is the Eq. 6 estimator with
     `samples` stratified rows per n on fresh normals. The target H(N, 1/sqrt(d)) is estimated once,
     precisely (`target_samples` rows, control variates). The learning rate is multiplied by
-    `lr_decay` after every epoch.
+    `lr_decay` after every epoch. Gradients are on whatever grad mode the caller is in.
     """
     config = EIEConfig(d=d, N=N, N_max=N_max, **net_options)
     if n_sampling not in ("uniform", "log-uniform"):
@@ -219,10 +221,7 @@ def fit_eie(
 
 def save_eie_net(net: EIENet, path) -> Path:
     """Save a fitted net with its configuration (d, N, N_max and the open choices)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"format": FORMAT, "config": asdict(net.config), "state_dict": net.state_dict()}, path)
-    return path
+    return save_atomic({"format": FORMAT, "config": asdict(net.config), "state_dict": net.state_dict()}, path)
 
 
 def load_eie_net(path, d: int | None = None, N: int | None = None) -> EIENet:
@@ -233,8 +232,8 @@ def load_eie_net(path, d: int | None = None, N: int | None = None) -> EIENet:
             f"no fitted EIE net at {path}: run notebooks/02_fit_eie.ipynb (or eie.eie_net.fit_eie and "
             "save_eie_net) to create it"
         )
+    payload = load_tensors(path, "EIE net")
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
         if not isinstance(payload, dict) or payload.get("format") != FORMAT:
             raise ValueError(f"format is {payload.get('format') if isinstance(payload, dict) else type(payload).__name__}, expected {FORMAT}")
         net = EIENet(EIEConfig(**payload["config"]))
@@ -243,6 +242,7 @@ def load_eie_net(path, d: int | None = None, N: int | None = None) -> EIENet:
         raise ValueError(
             f"{path} is not a loadable EIE net ({error}); delete it and refit with notebooks/02_fit_eie.ipynb"
         ) from error
+    check_fitted(net, path)
     for name, wanted in (("d", d), ("N", N)):
         have = getattr(net.config, name)
         if wanted is not None and wanted != have:
@@ -251,6 +251,26 @@ def load_eie_net(path, d: int | None = None, N: int | None = None) -> EIENet:
                 f"fit one for {name}={wanted} (notebooks/02_fit_eie.ipynb) or use the matching model"
             )
     net.eval()
+    return net
+
+
+def check_fitted(net: EIENet, source="the EIE net") -> EIENet:
+    """Refuse a net whose lambda(n) is not finite, positive and non-decreasing on [N, N_max] (what a
+    corrupted or diverged file gives), naming `source`."""
+    c = net.config
+    grid = torch.as_tensor(np.unique(np.round(np.geomspace(c.N, c.N_max, 64))), dtype=torch.float64)
+    with torch.no_grad():
+        lam = net(grid)
+    problem = None
+    if not bool(torch.isfinite(lam).all()):
+        problem = "non-finite lambda(n)"
+    elif bool((lam <= 0).any()):
+        problem = f"lambda(n) <= 0 (min {float(lam.min()):.3g})"
+    elif bool((lam.diff() < -1e-9).any()):
+        problem = "lambda(n) decreasing in n"
+    if problem:
+        raise ValueError(f"{source} gives {problem} on N={c.N}..N_max={c.N_max}: it is not a usable fit; "
+                         "delete it and refit with notebooks/02_fit_eie.ipynb")
     return net
 
 

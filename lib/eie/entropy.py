@@ -209,6 +209,9 @@ def entropy_gaussian_limit(n, lam, d: int):
 
     It holds when the softmax normaliser concentrates, i.e. exp(lambda^2 |q|^2) << n.
     """
+    check_n(n)
+    check_lambda(lam)
+    d = check_d(d)
     return np.log(n) - np.asarray(lam) ** 2 * d / 2.0
 
 

@@ -11,6 +11,7 @@ the reference solved (the first `reference_size` of each test set).
 
 from __future__ import annotations
 
+import numbers
 import time
 from contextlib import contextmanager
 
@@ -30,6 +31,9 @@ def trained_rule_for(method: str) -> str:
 
 def extrapolation_lengths(n_train: int, n_max: int) -> list[int]:
     """n = N * 2^k up to n_max (the tables' columns)."""
+    for name, value in (("n_train", n_train), ("n_max", n_max)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if n_max < n_train:
         raise ValueError(f"n_max ({n_max}) must be at least the training length ({n_train})")
     return [n_train * 2**k for k in range(0, 32) if n_train * 2**k <= n_max]

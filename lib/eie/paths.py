@@ -8,6 +8,7 @@ them land in the same `figures/` and `results/`.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 ROOT_ENV_VAR = "EIE_ROOT"
@@ -52,12 +53,24 @@ def figures_dir() -> Path:
     return path
 
 
-def results_dir(run: str = "default") -> Path:
-    """`results/<run>/`, created on first use."""
-    if not run or "/" in run or run.startswith("."):
-        raise ValueError(f"run name must be a plain folder name, got {run!r}")
-    path = repo_root() / "results" / run
-    path.mkdir(parents=True, exist_ok=True)
+def check_run_name(run) -> str:
+    """A run name is a plain folder name: letters, digits, '_', '-', '.', not starting with '.'."""
+    if not isinstance(run, str) or not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*", run):
+        raise ValueError(f"run name must be a plain folder name (letters, digits, '_', '-', '.'; not starting with "
+                         f"'.'), e.g. run = \"myrun\"; got {run!r}")
+    return run
+
+
+def results_dir(run: str = "default", create: bool = True) -> Path:
+    """`results/<run>/`, created on first use; with `create=False` (readers of a finished run) a
+    missing folder is an error that says which notebooks write it."""
+    path = repo_root() / "results" / check_run_name(run)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    elif not path.is_dir():
+        runs = sorted(p.name for p in (repo_root() / "results").iterdir() if p.is_dir())
+        raise FileNotFoundError(f"no results folder {path}: run notebooks 03-05 with -p run {run} first, or pick an "
+                                f"existing run ({', '.join(runs)})")
     return path
 
 

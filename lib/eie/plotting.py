@@ -29,9 +29,11 @@ def rule_kwargs(key: str) -> dict:
     return {"color": RULE_COLOURS.get(key), "linestyle": RULE_STYLES.get(key, "-")}
 
 
-def save_figure(fig, name: str):
-    """Save under figures/ with a stable name (no timestamps in the file), return the path."""
-    path = figures_dir() / f"{name}.png"
+def save_figure(fig, name: str, run: str = "default"):
+    """Save under figures/ with a stable name (no timestamps in the file), return the path. The
+    figures of a run other than "default" get its name as a suffix (`<name>_<run>.png`), so that a
+    run never overwrites the committed figures of another."""
+    path = figures_dir() / (f"{name}.png" if run == "default" else f"{name}_{run}.png")
     fig.savefig(path, metadata={"Software": None})
     return path
 

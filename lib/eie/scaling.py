@@ -83,6 +83,8 @@ def ln_d(d: int) -> ScalingRule:
 def log_N(d: int, N: int) -> ScalingRule:
     d = check_d(d)
     check_lengths(N, N + 1)
+    if N < 2:
+        raise ValueError(f"the calibrated log rule log_N(n)/sqrt(d) needs a training length N >= 2 (log base N), got N={N}")
     return ScalingRule("log_N", r"$\log_N n/\sqrt{d}$", d, lambda n: _log(n) / math.log(N) / math.sqrt(d), trained_with_rule=False)
 
 
@@ -118,6 +120,31 @@ class ExactTable:
     se: np.ndarray
     target_entropy: float
 
+    def check(self, source: str = "the lambda* table") -> "ExactTable":
+        """Refuse a table that cannot be a solution of H(n, lambda) = H(N, 1/sqrt(d)): its n must rise
+        from N to at least N_max, its lambda be finite, positive and non-decreasing, its standard
+        errors finite and >= 0. `source` (a file name) goes into the message."""
+        n, lam, se = (np.asarray(v, dtype=np.float64) for v in (self.n, self.lam, self.se))
+        problems = []
+        if not (n.ndim == lam.ndim == se.ndim == 1 and len(n) == len(lam) == len(se) >= 2):
+            problems.append("n, lambda and se must be columns of the same length >= 2")
+        else:
+            if not np.all(np.isfinite(n)) or np.any(np.diff(n) <= 0) or n[0] != self.N or n[-1] < self.N_max:
+                problems.append(f"n must rise strictly from N={self.N} to at least N_max={self.N_max}")
+            bad = ~np.isfinite(lam) | (lam <= 0)
+            if bad.any():
+                problems.append(f"lambda must be finite and > 0 (n = {n[bad][0]:g} has {lam[bad][0]})")
+            elif np.any(np.diff(lam) < 0):
+                problems.append("lambda must not decrease in n")
+            if not np.all(np.isfinite(se) & (se >= 0)):
+                problems.append("se must be finite and >= 0")
+        if not np.isfinite(self.target_entropy):
+            problems.append("target_entropy must be finite")
+        if problems:
+            raise ValueError(f"{source} is not a valid lambda* table: {'; '.join(problems)}. Delete it and recompute "
+                             "(notebooks/02_fit_eie.ipynb or eie.scaling.solve_exact)")
+        return self
+
     def interpolator(self) -> PchipInterpolator:
         return PchipInterpolator(np.log(self.n), self.lam)
 
@@ -142,11 +169,13 @@ class ExactTable:
                         frame["lambda"].to_numpy(float), frame["se"].to_numpy(float), float(meta["target_entropy"]))
         except Exception as error:
             raise ValueError(f"{path} is not a readable lambda* table ({error}); delete it and recompute") from error
+        table.check(str(path))
         if d is not None and d != table.d:
             raise ValueError(f"the lambda* table {path} is for d={table.d}, not d={d}")
         return table
 
 
+@torch.enable_grad()  # Newton's derivative comes from autograd, whatever the caller's grad mode
 def solve_exact(
     d: int,
     N: int,
@@ -190,7 +219,7 @@ def solve_exact(
             break
     f, grad, se = estimate(lam)
     total_se = np.sqrt(se.numpy() ** 2 + float(target.se) ** 2) / grad.abs().numpy()
-    return ExactTable(d, N, N_max, grid.astype(float), lam.numpy(), total_se, h0)
+    return ExactTable(d, N, N_max, grid.astype(float), lam.numpy(), total_se, h0).check(f"the solved table (d={d}, N={N})")
 
 
 def exact(table: ExactTable) -> ScalingRule:

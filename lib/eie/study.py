@@ -8,6 +8,8 @@ reference solver, into the long-format table) and `table_by_method` (the paper's
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import pandas as pd
 import torch
@@ -27,20 +29,20 @@ def ensure_scales(d: int, N: int, N_max: int, run: str = "default", **fit_option
     """The EIE net and the exact lambda* table for (d, N, N_max): loaded when saved, else fitted and saved.
 
     Silent either way (a fit takes ~10 s), so a notebook prints the same whether it fitted or loaded.
+    Nothing is saved unless both the net and the table were obtained (a failure leaves no file).
     """
+    if isinstance(N, bool) or not isinstance(N, numbers.Integral) or N < 2:
+        raise ValueError(f"the training length N (n_train) must be an integer >= 2 for entropy-invariant scales "
+                         f"(at N = 1 a softmax over one key has zero entropy whatever lambda is), got {N!r}")
     net_path, table_path = eie_net_path(d, N, N_max, run), exact_table_path(d, N, N_max, run)
-    if net_path.exists():
-        net = load_eie_net(net_path, d=d, N=N)
-    else:
-        net, _ = fit_eie(d, N, N_max, progress=False, **fit_options)
-        save_eie_net(net, net_path)
-    if table_path.exists():
-        table = scaling.ExactTable.load(table_path, d=d)
-    else:
-        table = scaling.solve_exact(d, N, N_max)
-        table.save(table_path)
+    net = load_eie_net(net_path, d=d, N=N) if net_path.exists() else fit_eie(d, N, N_max, progress=False, **fit_options)[0]
+    table = scaling.ExactTable.load(table_path, d=d) if table_path.exists() else scaling.solve_exact(d, N, N_max)
     if table.N != N or table.N_max < N_max or net.config.N_max < N_max:
         raise ValueError(f"saved scales in {net_path.parent} do not cover N={N}..{N_max}; delete them to refit")
+    if not net_path.exists():
+        save_eie_net(net, net_path)
+    if not table_path.exists():
+        table.save(table_path)
     return net, table
 
 

@@ -9,13 +9,14 @@ exceeds 0.95 the learning rate is multiplied by 0.95.
 
 A checkpoint is written atomically after every epoch (model, baseline, optimiser, random-generator
 states, held-out set); a run started again with the same configuration resumes from it and ends
-exactly where an uninterrupted run would. Each epoch appends a row to a CSV log.
+exactly where an uninterrupted run would. Each epoch appends a row to a CSV log. A checkpoint is
+locked while it is trained (a second process asking for the same model is refused with a message),
+holds only tensors and plain values, and is read with `weights_only=True`.
 """
 
 from __future__ import annotations
 
 import copy
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from scipy import stats
 from tqdm import tqdm
 
 from .evaluation import greedy_costs
+from .files import exclusive, load_tensors, remove_stale_temporaries, save_atomic
 from .model import AttentionModel, AttentionScale, ModelConfig
 from .problems import make_problem
 from .scaling import make_rule
@@ -99,23 +101,27 @@ def paired_t_test_p(candidate: torch.Tensor, baseline: torch.Tensor) -> float:
     return float(stats.ttest_rel(candidate.double().cpu().numpy(), baseline.double().cpu().numpy(), alternative="less").pvalue)
 
 
-def _save_atomic(payload: dict, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+def _read_checkpoint(path: Path) -> dict:
+    """A training checkpoint or exported policy, read safely and checked to be one."""
+    payload = load_tensors(path, "training checkpoint")
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is not a training checkpoint of this study; delete it or choose another run folder")
+    return payload
 
 
 def _load_checkpoint(path: Path, config: TrainConfig) -> dict:
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as error:
-        raise ValueError(f"checkpoint {path} cannot be read ({error}); delete it to start this run afresh") from error
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} is not a training checkpoint of this study; delete it or choose another run folder")
+    """The checkpoint to resume `config` from: written with the same settings, and not trained for
+    more epochs than `config` asks (a shorter run would otherwise silently return the longer one)."""
+    payload = _read_checkpoint(path)
     if payload["config"] != config.resume_key():
-        changed = sorted(k for k in payload["config"] if payload["config"][k] != config.resume_key().get(k))
+        key = config.resume_key()
+        changed = sorted(k for k in set(payload["config"]) | set(key) if payload["config"].get(k) != key.get(k))
         raise ValueError(f"checkpoint {path} was written with different settings ({', '.join(changed)}); "
                          "use another run folder or delete the checkpoint")
+    if payload["epoch"] > config.epochs:
+        raise ValueError(f"checkpoint {path} has already been trained for {payload['epoch']} epochs, more than the "
+                         f"epochs = {config.epochs} asked for: ask for epochs >= {payload['epoch']} to use it, "
+                         "or use another run folder (or delete the checkpoint) to train a shorter run")
     return payload
 
 
@@ -128,13 +134,24 @@ class TrainResult:
 
 def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "auto",
           progress: bool = True) -> TrainResult:
-    """Train (or resume) one model; checkpoint and log live in `run_dir` under `name`."""
+    """Train (or resume) one model; checkpoint and log live in `run_dir` under `name`.
+
+    Gradients are on inside whatever grad mode the caller is in. While it runs the checkpoint is
+    locked: a second process training the same model into the same folder is refused (`FileBusy`).
+    """
     device = resolve_device(device)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     name = name or f"{config.problem}_{config.rule}_n{config.n_train}_seed{config.seed}"
-    checkpoint, log_path = run_dir / f"{name}.pt", run_dir / f"{name}_log.csv"
+    checkpoint = run_dir / f"{name}.pt"
+    with exclusive(checkpoint, "trained"), torch.enable_grad():  # the caller's grad mode does not matter
+        remove_stale_temporaries(checkpoint)
+        return _train_locked(config, checkpoint, run_dir / f"{name}_log.csv", name, device, progress)
 
+
+def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: str, device: torch.device,
+                  progress: bool) -> TrainResult:
+    """`train`'s loop, run while the checkpoint's lock is held."""
     torch.manual_seed(config.seed)  # parameter initialisation
     model = build_model(config, device)
     baseline = copy.deepcopy(model)
@@ -195,11 +212,11 @@ def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "
         rows.append({"epoch": epoch + 1, "train_cost": sum(costs) / len(costs), "baseline_cost": sum(base) / len(base),
                      "eval_cost": float(candidate_costs.mean()), "p_value": p_value, "baseline_updated": updated,
                      "lr": lr, "seconds": time.perf_counter() - started})
-        _save_atomic({"format": CHECKPOINT_FORMAT, "config": config.resume_key(), "epoch": epoch + 1,
-                      "model": model.state_dict(), "baseline": baseline.state_dict(),
-                      "optimiser": optimiser.state_dict(), "data_gen": data_gen.get_state(),
-                      "sample_gen": sample_gen.get_state(), "eval_set": {k: v.cpu() for k, v in eval_set.items()},
-                      "log": rows}, checkpoint)
+        save_atomic({"format": CHECKPOINT_FORMAT, "config": config.resume_key(), "epoch": epoch + 1,
+                     "model": model.state_dict(), "baseline": baseline.state_dict(),
+                     "optimiser": optimiser.state_dict(), "data_gen": data_gen.get_state(),
+                     "sample_gen": sample_gen.get_state(), "eval_set": {k: v.cpu() for k, v in eval_set.items()},
+                     "log": rows}, checkpoint)
         pd.DataFrame(rows).to_csv(log_path, index=False)
     model.eval()
     return TrainResult(model, pd.DataFrame(rows), checkpoint)
@@ -210,8 +227,8 @@ def load_trained(path, device: str = "cpu") -> AttentionModel:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no training checkpoint at {path}: train the model first (notebook 03)")
+    payload = _read_checkpoint(path)
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=False)
         key = dict(payload["config"])
         key["model"] = ModelConfig(**key["model"])
         key["sites"] = tuple(key["sites"])
@@ -228,14 +245,7 @@ def export_policy(checkpoint, path) -> Path:
     """Copy the current policy of a training checkpoint, without the optimiser, baseline and
     generator states, to `path` (a few MB; `load_trained` reads it like a checkpoint)."""
     checkpoint, path = Path(checkpoint), Path(path)
-    try:
-        payload = torch.load(checkpoint, map_location="cpu", weights_only=False)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no training checkpoint at {checkpoint}: train the model first") from None
-    except Exception as error:
-        raise ValueError(f"checkpoint {checkpoint} cannot be read ({error})") from error
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{checkpoint} is not a training checkpoint of this study")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _save_atomic({key: payload[key] for key in ("format", "config", "epoch", "model")}, path)
-    return path
+    if not checkpoint.is_file():
+        raise FileNotFoundError(f"no training checkpoint at {checkpoint}: train the model first")
+    payload = _read_checkpoint(checkpoint)
+    return save_atomic({key: payload[key] for key in ("format", "config", "epoch", "model")}, path)

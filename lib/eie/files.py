@@ -1,0 +1,94 @@
+"""Safe files for the study's checkpoints, models and fitted nets.
+
+- `save_atomic`: write to a temporary file beside the target, then rename over it, so an
+  interrupted write leaves the previous file intact (each writer has its own temporary name);
+- `load_tensors`: `torch.load(weights_only=True)`: tensors and plain Python values only, so a
+  crafted file cannot run code when it is read;
+- `exclusive`: an advisory lock on a file that another process is writing (a checkpoint being
+  trained), refused at once with a message instead of two writers racing on one file;
+- `remove_stale_temporaries`: the temporary files interrupted writes left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+TEMPORARY_SUFFIX = ".tmp"
+
+
+def save_atomic(payload, path) -> Path:
+    """`torch.save(payload, path)` that never leaves a half-written `path` behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=TEMPORARY_SUFFIX, dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            torch.save(payload, stream)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def remove_stale_temporaries(path) -> list[Path]:
+    """Delete the temporary files of interrupted `save_atomic` calls for `path`; returns them.
+
+    Call it only while holding `exclusive(path)`, so that no live writer's file is removed."""
+    path = Path(path)
+    stale = sorted(path.parent.glob(f"{path.name}.*{TEMPORARY_SUFFIX}"))
+    for item in stale:
+        item.unlink(missing_ok=True)
+    return stale
+
+
+def load_tensors(path, what: str):
+    """`torch.load` of `path` restricted to tensors and plain values (no code runs while loading).
+
+    `what` names the kind of file in the error message ("training checkpoint", "EIE net", ...)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no {what} at {path}")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # corrupt, truncated, another kind of file, or one that carries code
+        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        raise ValueError(f"{path} cannot be read: it is not a loadable {what} ({reason}); it is corrupt, truncated, "
+                         "another kind of file, or holds objects other than tensors and plain values (which are "
+                         "never unpickled): delete it (and recompute it) or choose another file") from error
+
+
+class FileBusy(RuntimeError):
+    """Another process holds the lock of this file."""
+
+
+@contextmanager
+def exclusive(path, purpose: str = "written"):
+    """Hold an advisory lock on `path` (through `<path>.lock`) for the duration of the block.
+
+    A second holder, in this or another process, is refused at once with `FileBusy`. The lock
+    goes with its process: a killed run leaves nothing to clean up (the empty `.lock` file stays).
+    On systems without `fcntl` (Windows) the block runs unlocked."""
+    path = Path(path)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on Linux or macOS
+        yield path
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(path.name + ".lock")
+    handle = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise FileBusy(f"{path} is being {purpose} by another process right now (lock {lock}); wait for it to "
+                           "finish, or use another run folder (-p run <name>)") from None
+        yield path
+    finally:
+        os.close(handle)  # releases the lock

@@ -1,0 +1,262 @@
+"""The notebooks' parameters, checked once before any compute.
+
+Papermill injects parameters as Python literals (`-p name value`, `-y "name: value"`, `-f file.yaml`),
+and on the way a few shapes change: integer keys of a mapping become strings, `-p seeds 0` gives a
+number where a list is meant, `-p epochs abc` a string. Each notebook's first cell after its
+parameters calls
+
+    globals().update(check_parameters("03_train_tsp", globals()))
+
+which checks every parameter the notebook declares (`NOTEBOOK_PARAMETERS`), normalises what has a
+safe normal form (mapping keys "10" -> 10, 5.0 -> 5 for integers) and raises one `ValueError` that
+names every bad parameter, what it must be, and a valid value to pass. Names the notebook does not
+declare (a preset file's values for other notebooks) are left alone.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from .evaluation import TRAINING_FREE
+from .model import N_MODES, SITES
+from .paths import check_run_name
+from .scaling import RULE_KEYS
+from .training import TRAINABLE_RULES
+
+
+class Invalid(ValueError):
+    """One parameter's value does not fit its description."""
+
+
+class Check:
+    """A parameter's description (what the message says it must be), an example, and its check."""
+
+    def __init__(self, description: str, example, convert):
+        self.description, self.example, self.convert = description, example, convert
+
+    def __call__(self, value):
+        return self.convert(value)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def integer(minimum: int | None = None, example=None) -> Check:
+    def convert(value):
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        if not _is_number(value) or not float(value).is_integer():
+            raise Invalid("not an integer")
+        if minimum is not None and value < minimum:
+            raise Invalid(f"below {minimum}")
+        return int(value)
+
+    where = "" if minimum is None else f" >= {minimum}"
+    return Check(f"an integer{where}", example if example is not None else max(minimum or 0, 1), convert)
+
+
+def number(above: float | None = None, at_most: float | None = None, example=None) -> Check:
+    def convert(value):
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise Invalid("not a number") from None
+        if not _is_number(value) or not math.isfinite(value):
+            raise Invalid("not a finite number")
+        if above is not None and value <= above:
+            raise Invalid(f"not above {above}")
+        if at_most is not None and value > at_most:
+            raise Invalid(f"above {at_most}")
+        return value
+
+    bounds = " and ".join(([f"> {above}"] if above is not None else []) + ([f"<= {at_most}"] if at_most is not None else []))
+    return Check(f"a number {bounds}".strip(), example, convert)
+
+
+def flag() -> Check:
+    def convert(value):
+        if not isinstance(value, bool):
+            raise Invalid("not True or False")
+        return value
+
+    return Check("True or False", False, convert)
+
+
+def one_of(*options) -> Check:
+    def convert(value):
+        if value not in options:
+            raise Invalid("not one of the choices")
+        return value
+
+    return Check(f"one of {', '.join(map(repr, options))}", options[0], convert)
+
+
+def optional(check: Check) -> Check:
+    return Check(f"None or {check.description}", check.example, lambda v: None if v is None else check(v))
+
+
+def list_of(item: Check, example, nonempty: bool = True, unique: bool = False, length: int | None = None) -> Check:
+    def convert(value):
+        if not isinstance(value, (list, tuple)):
+            raise Invalid("not a list")
+        if nonempty and not value:
+            raise Invalid("empty")
+        if length is not None and len(value) != length:
+            raise Invalid(f"not {length} values")
+        out = []
+        for entry in value:
+            try:
+                out.append(item(entry))
+            except Invalid as error:
+                raise Invalid(f"entry {entry!r}: {error}") from None
+        if unique and len({repr(v) for v in out}) != len(out):
+            raise Invalid("has repeated entries")
+        return out
+
+    if length is not None:
+        description = f"a list of {length} values, each {item.description}"
+    else:
+        description = f"a {'non-empty ' if nonempty else ''}list, each entry {item.description}"
+    return Check(description + (", without repeats" if unique else ""), example, convert)
+
+
+def mapping(key: Check, value: Check, example) -> Check:
+    """A dict; papermill writes every key as a string, so keys go through `key` (e.g. "10" -> 10)."""
+    def convert(given):
+        if not isinstance(given, dict):
+            raise Invalid("not a mapping")
+        out = {}
+        for k, v in given.items():
+            try:
+                out[key(k)] = value(v)
+            except Invalid as error:
+                raise Invalid(f"entry {k!r}: {v!r}: {error}") from None
+        return out
+
+    return Check(f"a mapping of {key.description} to {value.description}", example, convert)
+
+
+RUN = Check("a plain folder name (letters, digits, '_', '-', '.')", "myrun", lambda v: _run(v))
+
+
+def _run(value):
+    try:
+        return check_run_name(value)
+    except ValueError:
+        raise Invalid("not a plain folder name") from None
+
+
+def _device(value):
+    if not isinstance(value, str) or not (value in ("auto", "cpu", "cuda", "mps") or
+                                          (value.startswith("cuda:") and value[5:].isdigit())):
+        raise Invalid("not a device name")
+    return value
+
+
+DEVICE = Check("'auto', 'cpu', 'cuda' or 'cuda:<index>'", "auto", _device)
+SEEDS = list_of(integer(0), [0, 1], unique=True)
+SETTINGS = list_of(list_of(integer(1), [16, 100, 1600], length=3), [[16, 100, 1600]])
+
+# What every training notebook (03-05) shares.
+TRAINING = {
+    "n_train": integer(2, 20), "n_max": integer(3, 160),
+    "rules": list_of(one_of(*TRAINABLE_RULES), ["inv_sqrt_d"], unique=True),
+    "training_free": list_of(one_of(*TRAINING_FREE), ["eie"], nonempty=False, unique=True),
+    "seeds": SEEDS, "epochs": integer(1, 4), "steps_per_epoch": integer(1, 10), "batch_size": integer(1, 64),
+    "max_grad_norm": number(above=0, example=1.0), "baseline_eval_size": integer(2, 256),
+    "lr_decay_on_p": flag(), "sites": list_of(one_of(*SITES), list(SITES), unique=True), "n_mode": one_of(*N_MODES),
+    "test_size": integer(1, 256), "test_seed": integer(0, 1234), "reference_size": integer(0, 32),
+    "eval_chunk": integer(1, 256), "device": DEVICE, "progress": flag(), "run": RUN,
+}
+
+NOTEBOOK_PARAMETERS = {
+    "01_entropy_analysis": {
+        "settings": SETTINGS, "rules": list_of(one_of(*(k for k in RULE_KEYS if k not in ("eie", "exact"))),
+                                               ["inv_sqrt_d"], unique=True),
+        "samples": integer(64, 2048), "curve_points": integer(2, 30), "eq21_samples": integer(2, 16),
+        "eq21_heads": integer(1, 8), "seed": integer(0), "run": RUN},
+    "02_fit_eie": {
+        "settings": SETTINGS, "eie_epochs": integer(1, 500), "eie_batch_size": integer(1, 256),
+        "eie_lr": number(above=0, example=1e-3), "eie_lr_decay": number(above=0, at_most=1, example=0.99),
+        "fit_samples": integer(2, 16), "first_activation": one_of("requr", "relu"),
+        "input_scale": one_of("gaussian", "log", "unit", "raw"), "n_sampling": one_of("log-uniform", "uniform"),
+        "exact_samples": integer(64, 4096), "entropy_samples": integer(64, 2048), "seed": integer(0), "run": RUN},
+    "03_train_tsp": {**TRAINING, "lr": number(above=0, example=1e-4), "lkh_runs": integer(1),
+                     "max_gap_at_n_train": number(above=0, example=70.0)},
+    "04_train_cvrp": {
+        **TRAINING, "capacities": list_of(integer(2, 10), [10, 20], unique=True),
+        "lr_by_capacity": mapping(integer(2), number(above=0), {10: 1e-4, 20: 5e-5}),
+        "size_counts_depot": flag(), "hgs_iterations": integer(1, 2000),
+        "hgs_time_limit": optional(number(above=0, example=1.0)), "time_size": integer(1, 32),
+        "time_repeats": integer(1, 3), "max_gap_at_n_train": number(above=0, example=150.0)},
+    "05_train_bpp": {**TRAINING, "lr": number(above=0, example=1e-4),
+                     "bins": list_of(list_of(integer(50), [120, 100], length=2), [[120, 100]], unique=True)},
+    "06_extrapolation_tables": {"run": RUN, "alpha": number(above=0, at_most=0.5, example=0.05)},
+    "07_appendix": {
+        "run": RUN, "n_train": integer(2, 20), "n_max": integer(3, 320), "seed": integer(0),
+        "instances": integer(1, 16), "permutation_instances": integer(1, 4), "js_instances": integer(1, 64),
+        "test_seed": integer(0, 4321)},
+}
+
+
+def _flow(value) -> str:
+    """A value as one would write it after `-y "name: ..."` (YAML flow style)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_flow(k)}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _across(notebook: str, values: dict) -> list[str]:
+    """Conditions between parameters; messages as for single ones."""
+    problems = []
+    if "n_train" in values and "n_max" in values and values["n_max"] <= values["n_train"]:
+        problems.append(f"n_max must be larger than n_train (tests run at n_train * 2^k up to n_max), got "
+                        f"n_train = {values['n_train']}, n_max = {values['n_max']}; e.g. -p n_max {2 * values['n_train']}")
+    for d, N, N_max in values.get("settings", []):
+        if not 2 <= N < N_max:
+            problems.append(f"settings: each [d, N, N_max] needs 2 <= N < N_max, got {[d, N, N_max]}")
+    ds = [d for d, _, _ in values.get("settings", [])]
+    if notebook == "02_fit_eie" and len(set(ds)) != len(ds):
+        problems.append(f"settings: each head size d may appear once (results are kept per d), got d = {ds}; "
+                        "give one setting per d (or run the notebook again with another run name)")
+    if "capacities" in values and "lr_by_capacity" in values:
+        missing = [c for c in values["capacities"] if c not in values["lr_by_capacity"]]
+        if missing:
+            problems.append(f"lr_by_capacity has no learning rate for capacities {missing}; add them, e.g. "
+                            f"-y 'lr_by_capacity: {_flow({**values['lr_by_capacity'], missing[0]: 5e-5})}'")
+    if values.get("training_free") and "rules" in values and "inv_sqrt_d" not in values["rules"]:
+        problems.append(f"training_free = {values['training_free']} is applied to the model trained with "
+                        "'inv_sqrt_d', which rules does not include: add 'inv_sqrt_d' to rules or set "
+                        "training_free = []")
+    return problems
+
+
+def check_parameters(notebook: str, values: dict) -> dict:
+    """The parameters of `notebook` from `values` (a notebook's globals()), checked and normalised.
+
+    Raises one ValueError listing every parameter that is missing or invalid, each with what it must
+    be and a valid example."""
+    if notebook not in NOTEBOOK_PARAMETERS:
+        raise ValueError(f"unknown notebook {notebook!r}; choose from {', '.join(NOTEBOOK_PARAMETERS)}")
+    checked, problems = {}, []
+    for name, check in NOTEBOOK_PARAMETERS[notebook].items():
+        if name not in values:
+            problems.append(f"{name} is missing: it must be {check.description}")
+            continue
+        try:
+            checked[name] = check(values[name])
+        except Invalid as error:
+            problems.append(f"{name} = {values[name]!r} is invalid ({error}): it must be {check.description}, "
+                            f"e.g. -y \"{name}: {_flow(check.example)}\"")
+    if not problems:
+        problems = _across(notebook, checked)
+    if problems:
+        raise ValueError(f"notebook {notebook}: invalid parameters\n  - " + "\n  - ".join(problems))
+    return checked

@@ -1,0 +1,79 @@
+"""What every correct run of a training notebook meets, on any machine.
+
+Training follows a different floating-point path with another thread count or CPU family
+(reductions are summed in another order), REINFORCE then samples other tours, and the trained
+models, their costs and the tables differ in the last digits or more. The notebooks therefore show
+those numbers in cells whose outputs nbval does not compare, and compare instead the output of these
+checks: each asserts a property that holds on every machine for a correct run (and fails, with a
+message, for a broken one) and reports it in words, with no measured number.
+
+- `check_training_log`: one row per epoch for every (rule, seed), finite costs, p-values in [0, 1];
+- `check_extrapolation`: every (setting, method, seed) evaluated at every n with finite objectives;
+  the training-free rules reproduce the 1/sqrt(d) model exactly at the training length (they equal
+  1/sqrt(d) there, the same model decodes the same instances); and, when given, every model is within
+  `max_gap_pct` of the reference at the training length (a bound trained models meet and untrained
+  ones do not: the notebooks quote both).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .evaluation import TRAINING_FREE
+
+
+class RunCheckFailed(AssertionError):
+    """A property every correct run has does not hold."""
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise RunCheckFailed(message)
+
+
+def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int) -> str:
+    """Assert the training log is complete and sane; return one line that says what was checked."""
+    for rule in rules:
+        for seed in seeds:
+            part = log[(log.rule == rule) & (log.seed == seed)]
+            _require(list(part.epoch) == list(range(1, epochs + 1)),
+                     f"training log of {rule}, seed {seed}: epochs {list(part.epoch)}, expected 1..{epochs}")
+    costs = log[["train_cost", "baseline_cost", "eval_cost"]].to_numpy(dtype=float)
+    _require(bool(np.isfinite(costs).all()), "training log: a cost is not finite (the run diverged)")
+    _require(bool(log.p_value.between(0, 1).all()), "training log: a p-value lies outside [0, 1]")
+    return (f"training log: {len(rules)} rules x {len(seeds)} seeds x {epochs} epochs, every cost finite, "
+            "every p-value in [0, 1]")
+
+
+def check_extrapolation(results: pd.DataFrame, n_train: int, reference: str = "the reference",
+                        max_gap_pct: float | None = None) -> str:
+    """Assert the properties above on a long result table (`study.evaluate`); return a report."""
+    models = results[results.method != "reference"]
+    lengths = sorted(int(n) for n in results.n.unique())
+    _require(bool(lengths) and lengths[0] == n_train, f"results start at n = {lengths[:1]}, not at n_train = {n_train}")
+    for (setting, method, seed), part in models.groupby(["setting", "method", "seed"], sort=False):
+        _require(sorted(int(n) for n in part.n) == lengths, f"{setting or ''} {method} seed {seed}: evaluated at n = "
+                                            f"{sorted(part.n)}, expected {lengths}")
+    _require(bool(np.isfinite(models.objective.to_numpy(dtype=float)).all()), "an objective is not finite")
+    lines = [f"{len(models.method.unique())} methods x {len(models.seed.unique())} seeds"
+             f"{' x ' + str(len(models.setting.unique())) + ' settings' if models.setting.nunique() > 1 else ''}"
+             f" evaluated at n = {lengths}; every objective finite"]
+    at_train = models[models.n == n_train].set_index(["setting", "method", "seed"]).objective
+    free = [m for m in TRAINING_FREE if m in set(models.method)]
+    if free and "inv_sqrt_d" in set(models.method):
+        base = at_train.xs("inv_sqrt_d", level="method")
+        for method in free:
+            same = np.allclose(at_train.xs(method, level="method").loc[base.index], base, rtol=1e-6, atol=0)
+            _require(same, f"{method} differs from the 1/sqrt(d) model at the training length n = {n_train}, where "
+                           "its scale is 1/sqrt(d): the rule or the evaluation is broken")
+        lines.append(f"{', '.join(free)} reproduce the 1/sqrt(d) model exactly at n = N = {n_train}")
+    gaps = models[models.n == n_train].gap_pct.dropna()
+    if max_gap_pct is not None and gaps.empty:
+        lines.append(f"no instance solved by {reference}: the gap bound was not checked")
+    elif max_gap_pct is not None:
+        _require(bool((gaps < max_gap_pct).all()),
+                 f"a model is {gaps.max():.1f} % worse than {reference} at its training length n = {n_train}, more "
+                 f"than the {max_gap_pct:g} % every trained model of this notebook reaches: was it trained?")
+        lines.append(f"every model is within {max_gap_pct:g} % of {reference} at n = N")
+    return "\n".join(lines)

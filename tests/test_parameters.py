@@ -1,0 +1,85 @@
+"""Every notebook's parameters, as papermill injects them (defaults, each preset file, bad values),
+go through the notebook's own check before any compute."""
+
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+from papermill.iorw import load_notebook_node
+from papermill.parameterize import parameterize_notebook
+
+from eie import paths
+from eie.parameters import NOTEBOOK_PARAMETERS, check_parameters
+
+ROOT = paths.repo_root()
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+PRESETS = sorted((ROOT / "presets").glob("*.yaml"))
+
+
+def injected_parameters(notebook: Path, parameters: dict) -> dict:
+    """The notebook's globals after its parameters cell and papermill's injected cell have run,
+    exactly as `papermill -p/-y/-f` would set them."""
+    nb = parameterize_notebook(load_notebook_node(str(notebook)), parameters, report_mode=False)
+    namespace = {}
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "parameters" in tags or "injected-parameters" in tags:
+            exec(cell.source, namespace)
+    return namespace
+
+
+def test_every_notebook_has_a_declaration_and_checks_it_first():
+    assert {nb.stem for nb in NOTEBOOKS} == set(NOTEBOOK_PARAMETERS)
+    for notebook in NOTEBOOKS:
+        cells = [c for c in jupytext.read(notebook).cells if c.cell_type == "code"]
+        index = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+        declared = set(injected_parameters(notebook, {})) - {"__builtins__"}
+        assert declared == set(NOTEBOOK_PARAMETERS[notebook.stem]), notebook.name
+        assert f'check_parameters("{notebook.stem}", globals())' in cells[index + 1].source, \
+            f"{notebook.name}: the cell after the parameters must check them"
+
+
+@pytest.mark.parametrize("preset", [None, *PRESETS], ids=lambda p: "defaults" if p is None else p.name)
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_defaults_and_every_preset_pass_the_notebooks_check(notebook, preset):
+    parameters = {} if preset is None else yaml.safe_load(preset.read_text())
+    checked = check_parameters(notebook.stem, injected_parameters(notebook, parameters))
+    if "lr_by_capacity" in checked:  # papermill writes mapping keys as strings; the check restores them
+        assert all(isinstance(k, int) for k in checked["lr_by_capacity"])
+        assert set(checked["capacities"]) <= set(checked["lr_by_capacity"])
+
+
+def test_the_suggested_learning_rate_override_works():
+    notebook = ROOT / "notebooks" / "04_train_cvrp.ipynb"
+    values = injected_parameters(notebook, {"capacities": [25], "lr_by_capacity": {25: 5e-5}})
+    assert check_parameters("04_train_cvrp", values)["lr_by_capacity"] == {25: 5e-5}
+    with pytest.raises(ValueError, match=r"no learning rate for capacities \[25\].*-y 'lr_by_capacity: \{10: "):
+        check_parameters("04_train_cvrp", injected_parameters(notebook, {"capacities": [25]}))
+
+
+@pytest.mark.parametrize("notebook, parameters, match", [
+    ("03_train_tsp", {"seeds": []}, r"seeds = \[\] is invalid \(empty\).*-y \"seeds: \[0, 1\]\""),
+    ("03_train_tsp", {"epochs": "abc"}, r"epochs = 'abc' is invalid \(not an integer\)"),
+    ("03_train_tsp", {"seeds": 0}, r"seeds = 0 is invalid \(not a list\)"),
+    ("03_train_tsp", {"device": "foo"}, r"device = 'foo'.*'auto', 'cpu', 'cuda' or 'cuda:<index>'"),
+    ("03_train_tsp", {"n_train": 1}, r"n_train = 1 is invalid \(below 2\)"),
+    ("03_train_tsp", {"n_max": 20}, r"n_max must be larger than n_train"),
+    ("03_train_tsp", {"rules": ["eie"]}, r"rules = \['eie'\] is invalid"),
+    ("03_train_tsp", {"run": "../../tmp/x"}, r"run = '../../tmp/x' is invalid"),
+    ("05_train_bpp", {"bins": [120, 100]}, r"bins = \[120, 100\] is invalid \(entry 120: not a list\)"),
+    ("02_fit_eie", {"settings": [[16, 100, 1600], [16, 20, 160]]}, r"each head size d may appear once"),
+    ("04_train_cvrp", {"lr_by_capacity": {"10": "fast"}}, r"lr_by_capacity = .* is invalid \(entry '10'"),
+    ("06_extrapolation_tables", {"alpha": 2}, r"alpha = 2 is invalid"),
+])
+def test_bad_values_are_named_with_a_valid_example(notebook, parameters, match):
+    values = injected_parameters(ROOT / "notebooks" / f"{notebook}.ipynb", parameters)
+    with pytest.raises(ValueError, match=match):
+        check_parameters(notebook, values)
+
+
+def test_all_problems_are_reported_at_once():
+    values = injected_parameters(ROOT / "notebooks" / "03_train_tsp.ipynb", {"epochs": 0, "lr": -1})
+    with pytest.raises(ValueError) as error:
+        check_parameters("03_train_tsp", values)
+    assert "epochs = 0" in str(error.value) and "lr = -1" in str(error.value)
