@@ -14,7 +14,8 @@ import time
 
 import torch
 
-from eie.model import AttentionModel, AttentionScale
+from eie.attention import Attention
+from eie.model import AttentionModel
 from eie.problems import make_problem
 from eie.scaling import inv_sqrt_d
 
@@ -50,7 +51,7 @@ def main():
           f"{'16384 inst. (h)':>16}")
     for device in devices:
         torch.manual_seed(0)
-        model = AttentionModel(problem, AttentionScale(inv_sqrt_d(16))).to(device).eval()
+        model = AttentionModel(problem, Attention(inv_sqrt_d(16))).to(device).eval()
         for n, batch in CASES[device]:
             instance = problem.generate(batch, n, torch.Generator().manual_seed(0), device)
             throughput(model, {k: v[:2] for k, v in instance.items()}, False, 1, device)  # warm-up

@@ -12,7 +12,8 @@ import time
 
 import torch
 
-from eie.model import AttentionModel, AttentionScale
+from eie.attention import Attention
+from eie.model import AttentionModel
 from eie.problems import BPP
 from eie.scaling import inv_sqrt_d
 
@@ -51,7 +52,7 @@ def main():
             state = state.update(torch.stack([box, zero, zero + (step * 7) % 60, zero + (step * 11) % 50], 1))
         box = torch.full((args.batch,), args.boxes - 1, device=device)
         candidates = median_seconds(lambda: state.candidates(box), args.repeats, device)
-        model = AttentionModel(problem, AttentionScale(inv_sqrt_d(16))).to(device).eval()
+        model = AttentionModel(problem, Attention(inv_sqrt_d(16))).to(device).eval()
         with torch.no_grad():
             cache = model.decoder.precompute(model.encode(instance))
             scale = model.glimpse_scale(instance, state)

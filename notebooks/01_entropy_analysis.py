@@ -1,7 +1,9 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-all
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -13,7 +15,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.004757, "end_time": "2026-11-22T10:43:04.902675+00:00", "exception": false, "start_time": "2026-11-22T10:43:04.897918+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # # 01 · Expected attention entropy under each scaling rule
 #
 # Reproduces the content of **Figure 2** (expected entropy $H(n, \lambda(n))$ against $n$ for each
@@ -28,7 +30,7 @@
 # smooth and their differences carry little noise. Standard errors are printed beside the means.
 # The fitted EIE net and the exact $\lambda^*$ come in notebook 02.
 
-# %% papermill={"duration": 0.039699, "end_time": "2026-11-22T10:43:04.947477+00:00", "exception": false, "start_time": "2026-11-22T10:43:04.907778+00:00", "status": "completed"} tags=["parameters"]
+# %% tags=["parameters"]
 settings = [[16, 100, 1600], [32, 120, 1920]]  # [d, N (training length), N_max]
 rules = ["inv_sqrt_d", "ln_sqrt_d", "ln_d", "log_N", "ssmax"]
 samples = 2048  # Monte-Carlo rows per (n, lambda)
@@ -38,12 +40,12 @@ eq21_heads = 8
 seed = 0
 run = "default"
 
-# %% papermill={"duration": 4.458666, "end_time": "2026-11-22T10:43:09.411716+00:00", "exception": false, "start_time": "2026-11-22T10:43:04.953050+00:00", "status": "completed"}
+# %% tags=[]
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from eie import entropy, scaling
+from eie import entropy, methods, scaling
 from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
@@ -53,19 +55,19 @@ apply_style()
 out = results_dir(run)
 pd.set_option("display.precision", 3)
 
-# %% [markdown] papermill={"duration": 0.004033, "end_time": "2026-11-22T10:43:09.421197+00:00", "exception": false, "start_time": "2026-11-22T10:43:09.417164+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Entropy against $n$ for each rule (Figure 2's content)
 #
 # $\ln n/\sqrt d$ (and Scalable-Softmax's $\ln(n+1)/\sqrt d$) scale the logits by ~4.6 already at
 # $n = 100$: attention collapses onto a handful of keys, which is the paper's explanation for that
 # rule's poor bin-packing results. $1/\sqrt d$ lets the entropy grow like $\ln n$.
 
-# %% papermill={"duration": 6.180554, "end_time": "2026-11-22T10:43:15.605810+00:00", "exception": false, "start_time": "2026-11-22T10:43:09.425256+00:00", "status": "completed"}
+# %% tags=[]
 curves = []
 for d, N, N_max in settings:
     n_grid = np.unique(np.round(np.geomspace(10, N_max, curve_points))).astype(int)
     for key in rules:
-        rule = scaling.make_rule(key, d, N=N)
+        rule = methods.get(key).rule(d, N=N)
         est = entropy.entropy_eq6(n_grid, rule(n_grid.astype(float)), d, samples=samples, seed=seed)
         curves.append(pd.DataFrame({"d": d, "N": N, "rule": key, "n": n_grid,
                                     "lambda": rule(n_grid.astype(float)),
@@ -77,25 +79,25 @@ fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4), squ
 for ax, (d, N, N_max) in zip(axes[0], settings):
     for key in rules:
         c = curves[(curves.d == d) & (curves.rule == key)]
-        ax.plot(c.n, c.H, label=scaling.make_rule(key, d, N=N).label, **rule_kwargs(key))
+        ax.plot(c.n, c.H, label=methods.get(key).plot_label, **rule_kwargs(key))
     ax.axvline(N, color="grey", lw=0.8, ls=":")
     ax.set(xscale="log", xlabel="$n$", ylabel="expected entropy $H$ (nats)", title=f"$d = {d}$, $N = {N}$")
 axes[0][0].legend()
 save_figure(fig, "01_entropy_by_rule", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.004716, "end_time": "2026-11-22T10:43:15.615656+00:00", "exception": false, "start_time": "2026-11-22T10:43:15.610940+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Relative entropy change from the training length
 #
 # $\big(H(n, \lambda(n)) - H(N, \lambda(N))\big) / H(N, \lambda(N))$ at $n = N \cdot 2^k$. The paper's
 # hypothesis: the smaller this change, the better the model extrapolates.
 
-# %% papermill={"duration": 0.997943, "end_time": "2026-11-22T10:43:16.618207+00:00", "exception": false, "start_time": "2026-11-22T10:43:15.620264+00:00", "status": "completed"}
+# %% tags=[]
 rows = []
 for d, N, N_max in settings:
     ns = N * 2 ** np.arange(int(np.log2(N_max // N)) + 1)
     for key in rules:
-        rule = scaling.make_rule(key, d, N=N)
+        rule = methods.get(key).rule(d, N=N)
         est = entropy.entropy_eq6(ns, rule(ns.astype(float)), d, samples=samples, seed=seed)
         h = est.mean.numpy()
         rows += [{"d": d, "rule": key, "n": int(n), "n/N": int(n // N), "H": h[i],
@@ -105,32 +107,32 @@ change.to_csv(out / "relative_entropy_change.csv", index=False, float_format="%.
 table = change.pivot_table(index=["d", "rule"], columns="n/N", values="relative change", sort=False)
 print(table.round(3).to_string())
 
-# %% papermill={"duration": 1.524068, "end_time": "2026-11-22T10:43:18.147577+00:00", "exception": false, "start_time": "2026-11-22T10:43:16.623509+00:00", "status": "completed"}
+# %% tags=[]
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 3.6), squeeze=False)
 for ax, (d, N, N_max) in zip(axes[0], settings):
     c = change[change.d == d]
     for key in rules:
         r = c[c.rule == key]
-        ax.plot(r.n / N, 100 * r["relative change"], marker="o", label=scaling.make_rule(key, d, N=N).label, **rule_kwargs(key))
+        ax.plot(r.n / N, 100 * r["relative change"], marker="o", label=methods.get(key).plot_label, **rule_kwargs(key))
     ax.set(xscale="log", xlabel="$n / N$", ylabel="relative entropy change (%)", title=f"$d = {d}$")
     ax.set_xticks([1, 2, 4, 8, 16], ["1", "2", "4", "8", "16"])
 axes[0][0].legend(fontsize=8)
 save_figure(fig, "01_relative_entropy_change", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.006355, "end_time": "2026-11-22T10:43:18.160764+00:00", "exception": false, "start_time": "2026-11-22T10:43:18.154409+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Eq. 6 against Eq. 21 (Figure 7)
 #
 # Eq. 21 drops the independence of $q$ and $k$: both come from one $X \sim \mathcal N(0, I)$ through
 # $W_Q, W_K$ with entries $\mathcal N(0, 1/(hd))$, and the query's own key is among the keys.
 # Shown for $\lambda = 1/\sqrt d$ and $\lambda = \ln n / d$.
 
-# %% papermill={"duration": 2.628129, "end_time": "2026-11-22T10:43:20.795452+00:00", "exception": false, "start_time": "2026-11-22T10:43:18.167323+00:00", "status": "completed"}
+# %% tags=[]
 rows = []
 for d, N, N_max in settings:
     ns = N * 2 ** np.arange(int(np.log2(N_max // N)) + 1)
     for key in ["inv_sqrt_d", "ln_d"]:
-        rule = scaling.make_rule(key, d, N=N)
+        rule = methods.get(key).rule(d, N=N)
         for n in ns:
             lam = float(rule(float(n)))
             e6 = entropy.entropy_eq6(int(n), lam, d, samples=samples, seed=seed, control_variates=True)
@@ -143,12 +145,12 @@ eq["z"] = eq.difference / np.sqrt(eq.se_eq6**2 + eq.se_eq21**2)
 eq.to_csv(out / "eq6_vs_eq21.csv", index=False, float_format="%.6f")
 print(eq[["d", "rule", "n", "H_eq6", "H_eq21", "difference"]].round(3).to_string(index=False))
 
-# %% papermill={"duration": 1.249611, "end_time": "2026-11-22T10:43:22.048560+00:00", "exception": false, "start_time": "2026-11-22T10:43:20.798949+00:00", "status": "completed"}
+# %% tags=[]
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 3.6), squeeze=False)
 for ax, (d, N, N_max) in zip(axes[0], settings):
     for key in ["inv_sqrt_d", "ln_d"]:
         r = eq[(eq.d == d) & (eq.rule == key)]
-        label = scaling.make_rule(key, d, N=N).label
+        label = methods.get(key).plot_label
         ax.errorbar(r.n, r.H_eq6, yerr=2 * r.se_eq6, marker="o", label=f"Eq. 6, {label}", **rule_kwargs(key))
         ax.errorbar(r.n, r.H_eq21, yerr=2 * r.se_eq21, marker="s", ls=":", color=rule_kwargs(key)["color"], label=f"Eq. 21, {label}")
     ax.set(xlabel="$n$", ylabel="$H$ (nats)", title=f"$d = {d}$ (bars: 2 standard errors)")
@@ -157,13 +159,13 @@ axes[0][0].legend(fontsize=8)
 save_figure(fig, "figure7_eq6_vs_eq21", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.00678, "end_time": "2026-11-22T10:43:22.068258+00:00", "exception": false, "start_time": "2026-11-22T10:43:22.061478+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # The two agree to a few hundredths of a nat: the largest gap, relative to the entropy, is
 
-# %% papermill={"duration": 0.024749, "end_time": "2026-11-22T10:43:22.099815+00:00", "exception": false, "start_time": "2026-11-22T10:43:22.075066+00:00", "status": "completed"}
+# %% tags=[]
 print(f"max |Eq. 21 - Eq. 6| / H = {np.max(np.abs(eq.difference) / eq.H_eq6):.3f}")
 
-# %% [markdown] papermill={"duration": 0.006909, "end_time": "2026-11-22T10:43:22.113519+00:00", "exception": false, "start_time": "2026-11-22T10:43:22.106610+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Where the Gaussian limit $H \approx \ln n - \sigma^2/2$ holds
 #
 # For a fixed query norm, $\sigma = \lambda |q|$, the softmax normaliser concentrates once
@@ -171,7 +173,7 @@ print(f"max |Eq. 21 - Eq. 6| / H = {np.max(np.abs(eq.difference) / eq.H_eq6):.3f
 # Monte Carlo, for several $\sigma$ ($\sigma = 1$ is $\lambda = 1/\sqrt d$ at a typical $|q| = \sqrt d$;
 # EIE's $\lambda(1600) \approx 0.7$ with $d = 16$ gives $\sigma \approx 2.8$).
 
-# %% papermill={"duration": 6.596098, "end_time": "2026-11-22T10:43:28.716874+00:00", "exception": false, "start_time": "2026-11-22T10:43:22.120776+00:00", "status": "completed"}
+# %% tags=[]
 sigmas = [0.5, 1.0, 1.5, 2.0, 2.8]
 n_limit = np.unique(np.round(np.geomspace(10, 2**15, 12))).astype(int)
 rows = []
@@ -195,7 +197,7 @@ save_figure(fig, "01_gaussian_limit", run=run)
 plt.show()
 print(limit.pivot_table(index="sigma", columns="n", values="error").iloc[:, ::3].round(2).to_string())
 
-# %% [markdown] papermill={"duration": 0.007799, "end_time": "2026-11-22T10:43:28.733977+00:00", "exception": false, "start_time": "2026-11-22T10:43:28.726178+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # The limit is good to a few hundredths of a nat for $\sigma \le 1$ from $n \approx 100$ on, but
 # for $\sigma \gtrsim 2$ it overestimates the entropy by tenths of a nat or more until $n$ is far
 # beyond $e^{\sigma^2}$: exactly the regime $\lambda(n)$ reaches at large $n$. An entropy-invariant scale therefore cannot be read off the

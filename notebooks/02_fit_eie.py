@@ -1,7 +1,9 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-all
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -13,7 +15,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.004672, "end_time": "2026-11-22T10:43:32.813426+00:00", "exception": false, "start_time": "2026-11-22T10:43:32.808754+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # # 02 · Fitting the EIE net, and the exact entropy-invariant scale
 #
 # Reproduces **Figures 3 and 4** ($\lambda(n)$ learned by EIE for $d = 16$ and $d = 32$, here beside
@@ -32,7 +34,7 @@
 # Outputs: `results/<run>/eie_lambda.csv` (`d,N,n,lambda_eie,lambda_exact,lambda_paper`), the fitted
 # nets and $\lambda^*$ tables in `results/<run>/eie_nets/`, where the training notebooks load them.
 
-# %% papermill={"duration": 0.026298, "end_time": "2026-11-22T10:43:32.845255+00:00", "exception": false, "start_time": "2026-11-22T10:43:32.818957+00:00", "status": "completed"} tags=["parameters"]
+# %% tags=["parameters"]
 settings = [[16, 100, 1600], [32, 120, 1920]]  # [d, N (training length), N_max]
 eie_epochs = 500
 eie_batch_size = 256
@@ -47,12 +49,12 @@ entropy_samples = 2048  # rows per point of the entropy curves
 seed = 0
 run = "default"
 
-# %% papermill={"duration": 5.078563, "end_time": "2026-11-22T10:43:37.927449+00:00", "exception": false, "start_time": "2026-11-22T10:43:32.848886+00:00", "status": "completed"}
+# %% tags=[]
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from eie import entropy, scaling
+from eie import entropy, methods, scaling
 from eie.eie_net import fit_eie, save_eie_net, load_eie_net
 from eie.paper import paper_lambda
 from eie.parameters import check_parameters
@@ -63,7 +65,7 @@ globals().update(check_parameters("02_fit_eie", globals()))  # every parameter c
 apply_style()
 out = results_dir(run)
 
-# %% [markdown] papermill={"duration": 0.007774, "end_time": "2026-11-22T10:43:37.939567+00:00", "exception": false, "start_time": "2026-11-22T10:43:37.931793+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Fit the EIE nets and solve for $\lambda^*$
 #
 # The fitted net is saved with its $d$, $N$, $N_{max}$ and open choices; loading it back for another
@@ -71,7 +73,7 @@ out = results_dir(run)
 # Monte-Carlo estimator with fixed normals (a smooth, decreasing function of $\lambda$), and
 # interpolated monotonically in $\ln n$.
 
-# %% papermill={"duration": 108.113923, "end_time": "2026-11-22T10:45:26.059591+00:00", "exception": false, "start_time": "2026-11-22T10:43:37.945668+00:00", "status": "completed"}
+# %% tags=[]
 nets, tables, histories = {}, {}, {}
 for d, N, N_max in settings:
     net, history = fit_eie(d, N, N_max, epochs=eie_epochs, batch_size=eie_batch_size, lr=eie_lr, lr_decay=eie_lr_decay,
@@ -82,12 +84,12 @@ for d, N, N_max in settings:
     histories[d] = history
     tables[d] = scaling.solve_exact(d, N, N_max, samples=exact_samples, seed=seed)
     tables[d].save(exact_table_path(d, N, N_max, run))
-    lam_dense = scaling.make_rule("eie", d, net=nets[d])(np.linspace(N, N_max, 4001))
+    lam_dense = methods.get("eie").rule(d, net=nets[d])(np.linspace(N, N_max, 4001))
     print(f"d={d}, N={N}: target H(N, 1/sqrt(d)) = {history.target_entropy:.3f} "
           f"(standard error {history.target_se:.4f}); fitted lambda(n) increasing on [N, N_max]: "
           f"{bool(np.all(np.diff(lam_dense) > 0))}")
 
-# %% papermill={"duration": 0.73439, "end_time": "2026-11-22T10:45:26.802721+00:00", "exception": false, "start_time": "2026-11-22T10:45:26.068331+00:00", "status": "completed"}
+# %% tags=[]
 fig, ax = plt.subplots(figsize=(6, 3.5))
 for d, history in histories.items():
     loss = pd.Series(history.loss)
@@ -97,17 +99,17 @@ ax.legend()
 save_figure(fig, "02_eie_fit_loss", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.009084, "end_time": "2026-11-22T10:45:26.821014+00:00", "exception": false, "start_time": "2026-11-22T10:45:26.811930+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Tables 5 and 7: $\lambda$ at $n = N \cdot 2^k$
 #
 # `se exact` is the Monte-Carlo standard error of $\lambda^*$. The loss floor of the fit is the
 # Monte-Carlo noise of its 16-row entropy estimates, not a misfit.
 
-# %% papermill={"duration": 0.052938, "end_time": "2026-11-22T10:45:26.882915+00:00", "exception": false, "start_time": "2026-11-22T10:45:26.829977+00:00", "status": "completed"}
+# %% tags=[]
 rows = []
 for d, N, N_max in settings:
-    eie_rule = scaling.make_rule("eie", d, net=nets[d])
-    exact_rule = scaling.make_rule("exact", d, table=tables[d])
+    eie_rule = methods.get("eie").rule(d, net=nets[d])
+    exact_rule = methods.get("exact").rule(d, table=tables[d])
     se = dict(zip(tables[d].n.astype(int), tables[d].se))
     for n in N * 2 ** np.arange(int(np.log2(N_max // N)) + 1):
         rows.append({"d": d, "N": N, "n": int(n), "lambda_eie": float(eie_rule(float(n))),
@@ -122,17 +124,17 @@ for d, part in shown.groupby("d"):
     print(f"Table {5 if d == 16 else 7} (d = {d}):")
     print(part.drop(columns=["d", "N"]).set_index("n").T.round(4).to_string(), "\n")
 
-# %% [markdown] papermill={"duration": 0.007226, "end_time": "2026-11-22T10:45:26.896106+00:00", "exception": false, "start_time": "2026-11-22T10:45:26.888880+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Figures 3 and 4: $\lambda(n)$ for every rule
 
-# %% papermill={"duration": 1.118536, "end_time": "2026-11-22T10:45:28.022097+00:00", "exception": false, "start_time": "2026-11-22T10:45:26.903561+00:00", "status": "completed"}
+# %% tags=[]
 keys = ["inv_sqrt_d", "ln_d", "log_N", "eie", "exact"]
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4), squeeze=False)
 for ax, (d, N, N_max) in zip(axes[0], settings):
     n_grid = np.geomspace(N, N_max, 200)
     for key in keys:
-        rule = scaling.make_rule(key, d, N=N, net=nets[d], table=tables[d])
-        ax.plot(n_grid, rule(n_grid), label=rule.label, **rule_kwargs(key))
+        rule = methods.get(key).rule(d, N=N, net=nets[d], table=tables[d])
+        ax.plot(n_grid, rule(n_grid), label=methods.get(key).plot_label, **rule_kwargs(key))
     paper = lam_table[lam_table.d == d]
     ax.plot(paper.n, paper.lambda_paper, "x", color="black", ms=8, label="paper (Table %d)" % (5 if d == 16 else 7))
     ax.set(xlabel="$n$", ylabel=r"$\lambda(n)$", title=f"$d = {d}$, $N = {N}$ (Figure {3 if d == 16 else 4})")
@@ -141,19 +143,19 @@ for ax, (d, N, N_max) in zip(axes[0], settings):
 save_figure(fig, "figure3_4_lambda", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.009227, "end_time": "2026-11-22T10:45:28.041601+00:00", "exception": false, "start_time": "2026-11-22T10:45:28.032374+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Figures 2 and 5: the expected entropy the fitted scale produces
 #
 # Every curve uses the same normals; the grey band is $\pm 2$ standard errors around the target
 # $H(N, 1/\sqrt d)$. The entropy-invariant rules stay on it; $1/\sqrt d$ and $\ln n/d$ drift away.
 
-# %% papermill={"duration": 6.592162, "end_time": "2026-11-22T10:45:34.644017+00:00", "exception": false, "start_time": "2026-11-22T10:45:28.051855+00:00", "status": "completed"}
+# %% tags=[]
 keys = ["inv_sqrt_d", "ln_d", "log_N", "eie", "exact"]
 curves = []
 for d, N, N_max in settings:
     n_grid = np.unique(np.round(np.geomspace(N, N_max, 24))).astype(int)
     for key in keys:
-        rule = scaling.make_rule(key, d, N=N, net=nets[d], table=tables[d])
+        rule = methods.get(key).rule(d, N=N, net=nets[d], table=tables[d])
         est = entropy.entropy_eq6(n_grid, rule(n_grid.astype(float)), d, samples=entropy_samples, seed=seed + 7,
                                   control_variates=True)
         curves.append(pd.DataFrame({"d": d, "rule": key, "n": n_grid, "H": est.mean.numpy(), "se": est.se.numpy()}))
@@ -165,7 +167,7 @@ for ax, (d, N, N_max) in zip(axes[0], settings):
     h0, se0 = histories[d].target_entropy, histories[d].target_se
     for key in keys:
         c = curves[(curves.d == d) & (curves.rule == key)]
-        ax.plot(c.n, c.H, label=scaling.make_rule(key, d, N=N, net=nets[d], table=tables[d]).label, **rule_kwargs(key))
+        ax.plot(c.n, c.H, label=methods.get(key).plot_label, **rule_kwargs(key))
     ax.axhspan(h0 - 2 * se0, h0 + 2 * se0, color="grey", alpha=0.3)
     ax.set(xlabel="$n$", ylabel="expected entropy $H$ (nats)", title=f"$d = {d}$ (Figure {2 if d == 16 else 5})")
     length_axis(ax, N, N_max)
@@ -173,9 +175,9 @@ for ax, (d, N, N_max) in zip(axes[0], settings):
 save_figure(fig, "figure2_5_entropy", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.011751, "end_time": "2026-11-22T10:45:34.670034+00:00", "exception": false, "start_time": "2026-11-22T10:45:34.658283+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Largest deviation from the target entropy over $N \le n \le N_{max}$, in nats:
 
-# %% papermill={"duration": 0.028952, "end_time": "2026-11-22T10:45:34.711697+00:00", "exception": false, "start_time": "2026-11-22T10:45:34.682745+00:00", "status": "completed"}
+# %% tags=[]
 dev = curves.assign(dev=lambda c: (c.H - c.d.map({d: h.target_entropy for d, h in histories.items()})).abs())
 print(dev.groupby(["d", "rule"], sort=False).dev.max().unstack("d").round(3).to_string())

@@ -1,7 +1,9 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-all
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -13,7 +15,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.004392, "end_time": "2026-11-22T10:56:41.145522+00:00", "exception": false, "start_time": "2026-11-22T10:56:41.141130+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # # 03 · TSP: train short, test long (Table 2)
 #
 # Trains the CO-Transformer (Kool et al.'s Attention Model with LayerNorm; `eie.model`) with
@@ -35,7 +37,7 @@
 # other tours, and the trained models' numbers differ: the cells that show them are not compared by
 # `pytest --nbval`; the **run checks** after them are, and hold on every machine for a correct run.
 
-# %% papermill={"duration": 0.026438, "end_time": "2026-11-22T10:56:41.175368+00:00", "exception": false, "start_time": "2026-11-22T10:56:41.148930+00:00", "status": "completed"} tags=["parameters"]
+# %% tags=["parameters"]
 n_train = 20  # training length N
 n_max = 160  # test at N, 2N, 4N, ... up to n_max
 rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # trained with these scales
@@ -60,12 +62,13 @@ device = "auto"
 progress = True
 run = "default"
 
-# %% papermill={"duration": 5.497362, "end_time": "2026-11-22T10:56:46.677697+00:00", "exception": false, "start_time": "2026-11-22T10:56:41.180335+00:00", "status": "completed"}
+# %% tags=[]
 import matplotlib.pyplot as plt
 
 from eie import run_checks, study
 from eie.parameters import check_parameters
-from eie.paper import METHOD_LABELS, PAPER_TSP, paper_table
+from eie.methods import label
+from eie.paper import PAPER_TSP, paper_table
 from eie.paths import results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
 
@@ -75,43 +78,41 @@ out = results_dir(run)
 d = 16  # head size of the model (width 128, 8 heads)
 methods = list(rules) + [m for m in training_free if "inv_sqrt_d" in rules]
 
-# %% [markdown] papermill={"duration": 0.004767, "end_time": "2026-11-22T10:56:46.686264+00:00", "exception": false, "start_time": "2026-11-22T10:56:46.681497+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Entropy-invariant scales for this training length
 #
 # The EIE net and the exact $\lambda^*$ are fitted for $(d, N, N_{max})$ = (16, `n_train`, `n_max`),
 # or loaded from `results/<run>/eie_nets/` when notebook 02 or an earlier run saved them.
 
-# %% papermill={"duration": 0.071973, "end_time": "2026-11-22T10:56:46.763300+00:00", "exception": false, "start_time": "2026-11-22T10:56:46.691327+00:00", "status": "completed"}
+# %% tags=[]
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
 print(study.describe_scales(net, table, d, n_train, n_max))
 
-# %% [markdown] papermill={"duration": 0.006292, "end_time": "2026-11-22T10:56:46.781319+00:00", "exception": false, "start_time": "2026-11-22T10:56:46.775027+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Training
 #
 # Checkpoints are written after every epoch to `results/<run>/checkpoints/`: rerunning the notebook
 # resumes each model where it stopped (and skips finished ones).
 
-# %% papermill={"duration": 3.901173, "end_time": "2026-11-22T10:56:50.686793+00:00", "exception": false, "start_time": "2026-11-22T10:56:46.785620+00:00", "status": "completed"}
-models, logs = study.train_models(
-    rules, seeds, run=run, device=device, progress=progress, problem="tsp", n_train=n_train, epochs=epochs,
-    steps_per_epoch=steps_per_epoch, batch_size=batch_size, lr=lr, max_grad_norm=max_grad_norm,
-    baseline_eval_size=baseline_eval_size, lr_decay_on_p=lr_decay_on_p, sites=tuple(sites), n_mode=n_mode)
+# %% tags=[]
+(setup,) = study.training_setups("03_train_tsp", globals())  # the TrainConfig fields, from the parameters
+models, logs = study.train_models(rules, seeds, run=run, device=device, progress=progress, **setup["config"])
 logs.drop(columns="seconds").to_csv(out / "tsp_training_log.csv", index=False, float_format="%.6f")  # no timings: reruns give the same file
 # The first seed's policies, weights only, for notebook 07 (results/<run>/models/).
 exported = study.export_policies([study.model_name("tsp", rule, n_train, seeds[0]) for rule in rules], run=run)
 print(run_checks.check_training_log(logs, rules, seeds, epochs))
 
-# %% [markdown] papermill={"duration": 0.006556, "end_time": "2026-11-22T10:56:50.701390+00:00", "exception": false, "start_time": "2026-11-22T10:56:50.694834+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Final held-out greedy tour length by rule and seed (machine-dependent, not compared):
 
-# %% papermill={"duration": 0.026351, "end_time": "2026-11-22T10:56:50.732424+00:00", "exception": false, "start_time": "2026-11-22T10:56:50.706073+00:00", "status": "completed"}
+# %% tags=[]
 # NBVAL_IGNORE_OUTPUT
 print(logs.groupby(["rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
 
-# %% papermill={"duration": 1.441707, "end_time": "2026-11-22T10:56:52.179688+00:00", "exception": false, "start_time": "2026-11-22T10:56:50.737981+00:00", "status": "completed"}
+# %% tags=[]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
 for (rule, seed), log in logs.groupby(["rule", "seed"]):
-    axes[0].plot(log.epoch, log.eval_cost, alpha=0.8, label=f"{METHOD_LABELS[rule]}, seed {seed}", **rule_kwargs(rule))
+    axes[0].plot(log.epoch, log.eval_cost, alpha=0.8, label=f"{label(rule)}, seed {seed}", **rule_kwargs(rule))
     axes[1].plot(log.epoch, log.p_value, alpha=0.8, **rule_kwargs(rule))
 axes[0].set(xlabel="epoch", ylabel=f"greedy tour length, TSP{n_train}", title="held-out cost")
 axes[1].axhline(0.05, color="grey", ls=":")
@@ -120,52 +121,52 @@ axes[0].legend(fontsize=7)
 save_figure(fig, "03_tsp_training", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.006342, "end_time": "2026-11-22T10:56:52.193298+00:00", "exception": false, "start_time": "2026-11-22T10:56:52.186956+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Extrapolation (Table 2)
 
-# %% papermill={"duration": 62.758418, "end_time": "2026-11-22T10:57:54.958656+00:00", "exception": false, "start_time": "2026-11-22T10:56:52.200238+00:00", "status": "completed"}
+# %% tags=[]
 results, per_instance, references = study.evaluate(
-    models, methods, n_train, n_max, net, table, test_size=test_size, test_seed=test_seed,
+    models, study.bind_methods(methods, d, n_train, net, table), n_train, n_max, test_size=test_size, test_seed=test_seed,
     reference_size=reference_size, reference_options={"runs": lkh_runs}, chunk=eval_chunk, device=device,
     progress=progress)
 results.to_csv(out / "tsp.csv", index=False, float_format="%.4f")
 study.save_instance_costs(per_instance, out / "tsp_instance_costs.npz")
 print("Every reported tour passed the permutation check.")
 
-# %% [markdown] papermill={"duration": 0.005115, "end_time": "2026-11-22T10:57:54.972689+00:00", "exception": false, "start_time": "2026-11-22T10:57:54.967574+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Run checks (compared on every machine): every method and seed at every $n$, the training-free
 # rules equal to the $1/\sqrt d$ model at $N$, every model within `max_gap_at_n_train` % of LKH at $N$.
 
-# %% papermill={"duration": 0.027185, "end_time": "2026-11-22T10:57:55.004473+00:00", "exception": false, "start_time": "2026-11-22T10:57:54.977288+00:00", "status": "completed"}
+# %% tags=[]
 print(run_checks.check_extrapolation(results, n_train, "LKH", max_gap_at_n_train))
 
-# %% [markdown] papermill={"duration": 0.00474, "end_time": "2026-11-22T10:57:55.014636+00:00", "exception": false, "start_time": "2026-11-22T10:57:55.009896+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Mean tour length (standard deviation over seeds), best per column starred; then the gap to LKH
 # in percent (machine-dependent, not compared).
 
-# %% papermill={"duration": 0.041893, "end_time": "2026-11-22T10:57:55.061135+00:00", "exception": false, "start_time": "2026-11-22T10:57:55.019242+00:00", "status": "completed"}
+# %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-labels = lambda frame: frame.rename(index=METHOD_LABELS)  # noqa: E731
+labels = lambda frame: frame.rename(index=label)  # noqa: E731
 print("Tour length:")
 print(labels(study.table_by_method(results, "objective")).to_string())
 print("\nGap to LKH (%):")
 print(labels(study.table_by_method(results, "gap_pct", digits=1)).to_string())
 print("\nLKH mean tour length:", {n: round(float(r.mean()), 2) for n, r in references.items()})
 
-# %% [markdown] papermill={"duration": 0.008892, "end_time": "2026-11-22T10:57:55.079879+00:00", "exception": false, "start_time": "2026-11-22T10:57:55.070987+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # The paper's Table 2 (TSP100 → 1600, five seeds), for comparison when `n_train = 100`:
 
-# %% papermill={"duration": 0.020164, "end_time": "2026-11-22T10:57:55.109138+00:00", "exception": false, "start_time": "2026-11-22T10:57:55.088974+00:00", "status": "completed"}
+# %% tags=[]
 print(paper_table(PAPER_TSP).to_string())
 
-# %% papermill={"duration": 0.934817, "end_time": "2026-11-22T10:57:56.053130+00:00", "exception": false, "start_time": "2026-11-22T10:57:55.118313+00:00", "status": "completed"}
+# %% tags=[]
 stats = results[results.method != "reference"].groupby(["method", "n"], sort=False).agg(
     objective=("objective", "mean"), objective_std=("objective", "std"), gap=("gap_pct", "mean"),
     gap_std=("gap_pct", "std")).reset_index()
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
 for method, s in stats.groupby("method", sort=False):
     kw = rule_kwargs(method)
-    axes[0].errorbar(s.n, s.objective, yerr=s.objective_std.fillna(0), marker="o", capsize=3, label=METHOD_LABELS[method], **kw)
+    axes[0].errorbar(s.n, s.objective, yerr=s.objective_std.fillna(0), marker="o", capsize=3, label=label(method), **kw)
     axes[1].errorbar(s.n, s.gap, yerr=s.gap_std.fillna(0), marker="o", capsize=3, **kw)
 ref = results[results.method == "reference"]
 axes[0].plot(ref.n, ref.objective, "k:", marker="x", label="LKH (subset)")

@@ -1,7 +1,9 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-all
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -13,7 +15,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.004735, "end_time": "2026-11-22T10:57:59.697680+00:00", "exception": false, "start_time": "2026-11-22T10:57:59.692945+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # # 04 · CVRP: train short, test long (Tables 3 and 4)
 #
 # The same CO-Transformer, training loop and evaluation as notebook 03, on the capacitated vehicle
@@ -41,7 +43,7 @@
 # other solutions, and the trained models' numbers differ: the cells that show them are not compared
 # by `pytest --nbval`; the **run checks** after them are, and hold on every machine for a correct run.
 
-# %% papermill={"duration": 0.022389, "end_time": "2026-11-22T10:57:59.724816+00:00", "exception": false, "start_time": "2026-11-22T10:57:59.702427+00:00", "status": "completed"} tags=["parameters"]
+# %% tags=["parameters"]
 n_train = 20  # training length N (destinations)
 n_max = 160  # test at N, 2N, 4N, ... up to n_max
 capacities = [10, 20]  # vehicle capacities C_v, one set of models each
@@ -71,13 +73,14 @@ device = "auto"
 progress = True
 run = "default"
 
-# %% papermill={"duration": 4.337045, "end_time": "2026-11-22T10:58:04.066294+00:00", "exception": false, "start_time": "2026-11-22T10:57:59.729249+00:00", "status": "completed"}
+# %% tags=[]
 import matplotlib.pyplot as plt
 import pandas as pd
 
 from eie import run_checks, study
 from eie.parameters import check_parameters
-from eie.paper import METHOD_LABELS, PAPER_CVRP, PAPER_CVRP_TIME_H, paper_table
+from eie.methods import label
+from eie.paper import PAPER_CVRP, PAPER_CVRP_TIME_H, paper_table
 from eie.paths import results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
 
@@ -87,33 +90,29 @@ out = results_dir(run)
 d = 16  # head size of the model (width 128, 8 heads)
 methods = list(rules) + [m for m in training_free if "inv_sqrt_d" in rules]
 
-# %% [markdown] papermill={"duration": 0.004359, "end_time": "2026-11-22T10:58:04.073821+00:00", "exception": false, "start_time": "2026-11-22T10:58:04.069462+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Entropy-invariant scales for this training length
 #
 # As in notebook 03: the EIE net and exact $\lambda^*$ for $(d, N, N_{max})$ = (16, `n_train`,
 # `n_max`), loaded from `results/<run>/eie_nets/` or fitted there. They depend only on $d$ and the
 # lengths, not on the problem, so TSP and CVRP share them.
 
-# %% papermill={"duration": 0.037224, "end_time": "2026-11-22T10:58:04.114252+00:00", "exception": false, "start_time": "2026-11-22T10:58:04.077028+00:00", "status": "completed"}
+# %% tags=[]
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
 print(study.describe_scales(net, table, d, n_train, n_max))
 
-# %% [markdown] papermill={"duration": 0.003493, "end_time": "2026-11-22T10:58:04.121533+00:00", "exception": false, "start_time": "2026-11-22T10:58:04.118040+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Training
 #
 # One model per capacity, rule and seed; checkpoints after every epoch in
 # `results/<run>/checkpoints/` (named `cvrp_C<capacity>_<rule>_n<N>_seed<seed>`): rerunning the
 # notebook resumes each model where it stopped and skips finished ones.
 
-# %% papermill={"duration": 4.829594, "end_time": "2026-11-22T10:58:08.954503+00:00", "exception": false, "start_time": "2026-11-22T10:58:04.124909+00:00", "status": "completed"}
+# %% tags=[]
 models, logs = {}, []
-for capacity in capacities:
-    trained, log = study.train_models(
-        rules, seeds, run=run, device=device, progress=progress, tag=f"_C{capacity}", problem="cvrp",
-        problem_options={"capacity": capacity, "size_counts_depot": size_counts_depot}, n_train=n_train,
-        epochs=epochs, steps_per_epoch=steps_per_epoch, batch_size=batch_size, lr=lr_by_capacity[capacity],
-        max_grad_norm=max_grad_norm, baseline_eval_size=baseline_eval_size, lr_decay_on_p=lr_decay_on_p,
-        sites=tuple(sites), n_mode=n_mode)
+for capacity, setup in zip(capacities, study.training_setups("04_train_cvrp", globals())):
+    trained, log = study.train_models(rules, seeds, run=run, device=device, progress=progress, tag=setup["tag"],
+                                      **setup["config"])
     models[capacity] = trained
     logs.append(log.assign(capacity=capacity))
 logs = pd.concat(logs, ignore_index=True)
@@ -121,31 +120,31 @@ logs.drop(columns="seconds").to_csv(out / "cvrp_training_log.csv", index=False, 
 for capacity in capacities:
     print(f"C_v = {capacity}:", run_checks.check_training_log(logs[logs.capacity == capacity], rules, seeds, epochs))
 
-# %% [markdown] papermill={"duration": 0.005702, "end_time": "2026-11-22T10:58:08.966198+00:00", "exception": false, "start_time": "2026-11-22T10:58:08.960496+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Final held-out greedy distance by capacity, rule and seed (machine-dependent, not compared):
 
-# %% papermill={"duration": 0.018267, "end_time": "2026-11-22T10:58:08.990110+00:00", "exception": false, "start_time": "2026-11-22T10:58:08.971843+00:00", "status": "completed"}
+# %% tags=[]
 # NBVAL_IGNORE_OUTPUT
 print(logs.groupby(["capacity", "rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
 
-# %% papermill={"duration": 0.864737, "end_time": "2026-11-22T10:58:09.860749+00:00", "exception": false, "start_time": "2026-11-22T10:58:08.996012+00:00", "status": "completed"}
+# %% tags=[]
 fig, axes = plt.subplots(1, len(capacities), figsize=(5.2 * len(capacities), 3.6), squeeze=False)
 for ax, capacity in zip(axes[0], capacities):
     for (rule, seed), log in logs[logs.capacity == capacity].groupby(["rule", "seed"]):
-        ax.plot(log.epoch, log.eval_cost, alpha=0.8, label=f"{METHOD_LABELS[rule]}, seed {seed}", **rule_kwargs(rule))
+        ax.plot(log.epoch, log.eval_cost, alpha=0.8, label=f"{label(rule)}, seed {seed}", **rule_kwargs(rule))
     ax.set(xlabel="epoch", ylabel=f"greedy distance, CVRP{n_train}", title=f"held-out cost, $C_v$ = {capacity}")
 axes[0, 0].legend(fontsize=7)
 save_figure(fig, "04_cvrp_training", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.008317, "end_time": "2026-11-22T10:58:09.877503+00:00", "exception": false, "start_time": "2026-11-22T10:58:09.869186+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Extrapolation (Table 3)
 
-# %% papermill={"duration": 75.421672, "end_time": "2026-11-22T10:59:25.307584+00:00", "exception": false, "start_time": "2026-11-22T10:58:09.885912+00:00", "status": "completed"}
+# %% tags=[]
 results, per_instance = [], {}
 for capacity in capacities:
     result, costs, _ = study.evaluate(
-        models[capacity], methods, n_train, n_max, net, table, test_size=test_size, setting=f"C{capacity}",
+        models[capacity], study.bind_methods(methods, d, n_train, net, table), n_train, n_max, test_size=test_size, setting=f"C{capacity}",
         test_seed=test_seed, reference_size=reference_size,
         reference_options={"iterations": hgs_iterations, "time_limit": hgs_time_limit},
         chunk=eval_chunk, device=device, progress=progress)
@@ -156,21 +155,21 @@ results.to_csv(out / "cvrp.csv", index=False, float_format="%.4f")
 study.save_instance_costs(per_instance, out / "cvrp_instance_costs.npz")
 print("Every reported solution passed the feasibility check (each destination once, no route over capacity).")
 
-# %% [markdown] papermill={"duration": 0.006978, "end_time": "2026-11-22T10:59:25.324770+00:00", "exception": false, "start_time": "2026-11-22T10:59:25.317792+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Run checks (compared on every machine): every method and seed at every $n$, the training-free
 # rules equal to the $1/\sqrt d$ model at $N$, every model within `max_gap_at_n_train` % of HGS at $N$.
 
-# %% papermill={"duration": 0.034752, "end_time": "2026-11-22T10:59:25.367982+00:00", "exception": false, "start_time": "2026-11-22T10:59:25.333230+00:00", "status": "completed"}
+# %% tags=[]
 print(run_checks.check_extrapolation(results, n_train, "HGS", max_gap_at_n_train))
 
-# %% [markdown] papermill={"duration": 0.011113, "end_time": "2026-11-22T10:59:25.389357+00:00", "exception": false, "start_time": "2026-11-22T10:59:25.378244+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Mean total distance (standard deviation over seeds), best per column starred; then the gap to
 # HGS in percent (machine-dependent, not compared); then the paper's Table 3 (CVRP100 → 1600, five
 # seeds) for comparison when `n_train = 100`.
 
-# %% papermill={"duration": 0.069679, "end_time": "2026-11-22T10:59:25.469259+00:00", "exception": false, "start_time": "2026-11-22T10:59:25.399580+00:00", "status": "completed"}
+# %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-labels = lambda frame: frame.rename(index=METHOD_LABELS)  # noqa: E731
+labels = lambda frame: frame.rename(index=label)  # noqa: E731
 for capacity in capacities:
     part = results[results.setting == f"C{capacity}"]
     print(f"== C_v = {capacity}\nTotal distance:")
@@ -184,7 +183,7 @@ for capacity in capacities:
         print(labels(paper_table(PAPER_CVRP[capacity])).to_string())
     print()
 
-# %% papermill={"duration": 1.916645, "end_time": "2026-11-22T10:59:27.396619+00:00", "exception": false, "start_time": "2026-11-22T10:59:25.479974+00:00", "status": "completed"}
+# %% tags=[]
 stats = results[results.method != "reference"].groupby(["setting", "method", "n"], sort=False).agg(
     objective=("objective", "mean"), objective_std=("objective", "std"), gap=("gap_pct", "mean"),
     gap_std=("gap_pct", "std")).reset_index()
@@ -193,7 +192,7 @@ for column, capacity in enumerate(capacities):
     top, bottom = axes[0, column], axes[1, column]
     for method, s in stats[stats.setting == f"C{capacity}"].groupby("method", sort=False):
         kw = rule_kwargs(method)
-        top.errorbar(s.n, s.objective, yerr=s.objective_std.fillna(0), marker="o", capsize=3, label=METHOD_LABELS[method], **kw)
+        top.errorbar(s.n, s.objective, yerr=s.objective_std.fillna(0), marker="o", capsize=3, label=label(method), **kw)
         bottom.errorbar(s.n, s.gap, yerr=s.gap_std.fillna(0), marker="o", capsize=3, **kw)
     ref = results[(results.method == "reference") & (results.setting == f"C{capacity}")]
     top.plot(ref.n, ref.objective, "k:", marker="x", label="HGS (subset)")
@@ -207,7 +206,7 @@ axes[0, 0].legend(fontsize=8)
 save_figure(fig, "04_cvrp_extrapolation", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.01666, "end_time": "2026-11-22T10:59:27.432402+00:00", "exception": false, "start_time": "2026-11-22T10:59:27.415742+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Inference time with and without EIE (Table 4)
 #
 # The seed-0 model trained with $1/\sqrt d$ at the first capacity decodes the same `time_size`
@@ -217,10 +216,11 @@ plt.show()
 # time 16384 instances would take at that rate. Timings vary between machines and runs, so this
 # cell's output is not compared by nbval and `cvrp_inference_time.csv` differs from run to run.
 
-# %% papermill={"duration": 5.430378, "end_time": "2026-11-22T10:59:32.875076+00:00", "exception": false, "start_time": "2026-11-22T10:59:27.444698+00:00", "status": "completed"}
+# %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-timing = study.inference_times(models[capacities[0]][("inv_sqrt_d", seeds[0])], ["inv_sqrt_d", "eie"], n_train, n_max,
-                               net, table, size=time_size, test_seed=test_seed, repeats=time_repeats, chunk=eval_chunk,
+timing = study.inference_times(models[capacities[0]][("inv_sqrt_d", seeds[0])],
+                               study.bind_methods(["inv_sqrt_d", "eie"], d, n_train, net, table), n_train, n_max,
+                               size=time_size, test_seed=test_seed, repeats=time_repeats, chunk=eval_chunk,
                                device=device, progress=False)
 timing.to_csv(out / "cvrp_inference_time.csv", index=False, float_format="%.6g")
 wide = timing.pivot(index="n", columns="method", values="seconds")

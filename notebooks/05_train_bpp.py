@@ -1,7 +1,9 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-all
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -13,7 +15,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.012897, "end_time": "2026-11-22T10:59:36.951023+00:00", "exception": false, "start_time": "2026-11-22T10:59:36.938126+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # # 05 · Offline 3D bin packing: train short, test long (Table 1)
 #
 # attend2pack (Zhang et al. 2021) as the EIE paper adapts it, on the problem interface of notebooks
@@ -42,7 +44,7 @@
 # other packings, and the trained models' numbers differ: the cells that show them are not compared
 # by `pytest --nbval`; the **run checks** after them are, and hold on every machine for a correct run.
 
-# %% papermill={"duration": 0.031385, "end_time": "2026-11-22T10:59:36.994624+00:00", "exception": false, "start_time": "2026-11-22T10:59:36.963239+00:00", "status": "completed"} tags=["parameters"]
+# %% tags=["parameters"]
 n_train = 10  # training length N (boxes)
 n_max = 40  # test at N, 2N, 4N, ... up to n_max
 bins = [[120, 100]]  # bin footprints L x W, one set of models each
@@ -66,14 +68,15 @@ device = "auto"
 progress = True
 run = "default"
 
-# %% papermill={"duration": 5.264208, "end_time": "2026-11-22T10:59:42.263473+00:00", "exception": false, "start_time": "2026-11-22T10:59:36.999265+00:00", "status": "completed"}
+# %% tags=[]
 import matplotlib.pyplot as plt
 import pandas as pd
 
 from eie import run_checks, study
 from eie.parameters import check_parameters
 from eie.evaluation import fixed_test_set
-from eie.paper import METHOD_LABELS, PAPER_BPP, paper_table
+from eie.methods import label
+from eie.paper import PAPER_BPP, paper_table
 from eie.paths import results_dir
 from eie.plotting import apply_style, draw_packing, length_axis, rule_kwargs, save_figure
 from eie.problems.bpp import BPP
@@ -87,28 +90,26 @@ methods = list(rules) + [m for m in training_free if "inv_sqrt_d" in rules]
 bins = [tuple(int(s) for s in b) for b in bins]
 settings = [f"{length}x{width}" for length, width in bins]
 
-# %% [markdown] papermill={"duration": 0.0055, "end_time": "2026-11-22T10:59:42.291146+00:00", "exception": false, "start_time": "2026-11-22T10:59:42.285646+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Entropy-invariant scales for this training length
 
-# %% papermill={"duration": 0.057495, "end_time": "2026-11-22T10:59:42.367531+00:00", "exception": false, "start_time": "2026-11-22T10:59:42.310036+00:00", "status": "completed"}
+# %% tags=[]
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
 print(study.describe_scales(net, table, d, n_train, n_max))
 
-# %% [markdown] papermill={"duration": 0.005943, "end_time": "2026-11-22T10:59:42.377615+00:00", "exception": false, "start_time": "2026-11-22T10:59:42.371672+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Training
 #
 # One model per bin, rule and seed (checkpoints `bpp_<L>x<W>_<rule>_n<N>_seed<seed>` in
 # `results/<run>/checkpoints/`; reruns resume). REINFORCE with the greedy rollout baseline of
 # notebook 03; the cost is minus the load rate.
 
-# %% papermill={"duration": 12.539189, "end_time": "2026-11-22T10:59:54.921464+00:00", "exception": false, "start_time": "2026-11-22T10:59:42.382275+00:00", "status": "completed"}
+# %% tags=[]
 models, logs = {}, []
-for (length, width), setting in zip(bins, settings):
-    trained, log = study.train_models(
-        rules, seeds, run=run, device=device, progress=progress, tag=f"_{setting}", problem="bpp",
-        problem_options={"length": length, "width": width}, n_train=n_train, epochs=epochs,
-        steps_per_epoch=steps_per_epoch, batch_size=batch_size, lr=lr, max_grad_norm=max_grad_norm,
-        baseline_eval_size=baseline_eval_size, lr_decay_on_p=lr_decay_on_p, sites=tuple(sites), n_mode=n_mode)
+for setup in study.training_setups("05_train_bpp", globals()):
+    setting = setup["setting"]
+    trained, log = study.train_models(rules, seeds, run=run, device=device, progress=progress, tag=setup["tag"],
+                                      **setup["config"])
     models[setting] = trained
     logs.append(log.assign(bin=setting, eval_load_rate=-log.eval_cost))
 logs = pd.concat(logs, ignore_index=True)
@@ -116,21 +117,21 @@ logs.drop(columns="seconds").to_csv(out / "bpp_training_log.csv", index=False, f
 for setting in settings:
     print(f"bin {setting}:", run_checks.check_training_log(logs[logs.bin == setting], rules, seeds, epochs))
 
-# %% [markdown] papermill={"duration": 0.006608, "end_time": "2026-11-22T10:59:54.935062+00:00", "exception": false, "start_time": "2026-11-22T10:59:54.928454+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Final held-out load rate (%, greedy) by bin, rule and seed (machine-dependent, not compared):
 
-# %% papermill={"duration": 0.066724, "end_time": "2026-11-22T10:59:55.009169+00:00", "exception": false, "start_time": "2026-11-22T10:59:54.942445+00:00", "status": "completed"}
+# %% tags=[]
 # NBVAL_IGNORE_OUTPUT
 print(logs.groupby(["bin", "rule", "seed"]).eval_load_rate.last().unstack("seed").round(2).to_string())
 
-# %% [markdown] papermill={"duration": 0.004812, "end_time": "2026-11-22T10:59:55.020509+00:00", "exception": false, "start_time": "2026-11-22T10:59:55.015697+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Extrapolation (Table 1)
 
-# %% papermill={"duration": 70.895492, "end_time": "2026-11-22T11:01:05.921686+00:00", "exception": false, "start_time": "2026-11-22T10:59:55.026194+00:00", "status": "completed"}
+# %% tags=[]
 results, per_instance, heuristics = [], {}, []
 for (length, width), setting in zip(bins, settings):
     result, rates, _ = study.evaluate(
-        models[setting], methods, n_train, n_max, net, table, test_size=test_size, setting=setting,
+        models[setting], study.bind_methods(methods, d, n_train, net, table), n_train, n_max, test_size=test_size, setting=setting,
         test_seed=test_seed, reference_size=reference_size, chunk=eval_chunk, device=device, progress=progress)
     results.append(result)
     per_instance.update({(f"{setting}/{method}", seed, n): r for (method, seed, n), r in rates.items()})
@@ -146,22 +147,22 @@ heuristics.to_csv(out / "bpp_heuristics.csv", index=False, float_format="%.4f")
 study.save_instance_costs(per_instance, out / "bpp_instance_load_rates.npz")
 print("Every reported packing passed the checker (each box once, inside the bin, no overlaps).")
 
-# %% [markdown] papermill={"duration": 0.009547, "end_time": "2026-11-22T11:01:05.939919+00:00", "exception": false, "start_time": "2026-11-22T11:01:05.930372+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Run checks (compared on every machine): every method and seed at every $n$, and the training-free
 # rules equal to the $1/\sqrt d$ model at $N$. No quality bound: the default run is far too short to
 # learn packing (its load rates are not better than an untrained model's).
 
-# %% papermill={"duration": 0.034246, "end_time": "2026-11-22T11:01:05.979652+00:00", "exception": false, "start_time": "2026-11-22T11:01:05.945406+00:00", "status": "completed"}
+# %% tags=[]
 print(run_checks.check_extrapolation(results, n_train, "the best heuristic"))
 
-# %% [markdown] papermill={"duration": 0.006895, "end_time": "2026-11-22T11:01:05.995083+00:00", "exception": false, "start_time": "2026-11-22T11:01:05.988188+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Mean load rate in % (standard deviation over seeds), best per column starred; the gap to the
 # best heuristic; the heuristics themselves (these three are machine-dependent, not compared); and
 # the paper's Table 1 (100 → 1600 boxes, five seeds).
 
-# %% papermill={"duration": 0.047901, "end_time": "2026-11-22T11:01:06.049421+00:00", "exception": false, "start_time": "2026-11-22T11:01:06.001520+00:00", "status": "completed"}
+# %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-labels = lambda frame: frame.rename(index=METHOD_LABELS)  # noqa: E731
+labels = lambda frame: frame.rename(index=label)  # noqa: E731
 for setting in settings:
     part = results[results.setting == setting]
     print(f"== bin {setting}\nLoad rate (%):")
@@ -177,12 +178,12 @@ for setting in settings:
         print(labels(paper_table(PAPER_BPP[key])).to_string())
     print()
 
-# %% [markdown] papermill={"duration": 0.008142, "end_time": "2026-11-22T11:01:06.066238+00:00", "exception": false, "start_time": "2026-11-22T11:01:06.058096+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Load rate against $n$ for each method (bars: standard deviation over seeds), the heuristics
 # dashed; and one packing drawn: the first test instance at the training length, packed by the
 # seed-0 model trained with $1/\sqrt d$, beside the volume-sorted heuristic's packing of it.
 
-# %% papermill={"duration": 1.55146, "end_time": "2026-11-22T11:01:07.625558+00:00", "exception": false, "start_time": "2026-11-22T11:01:06.074098+00:00", "status": "completed"}
+# %% tags=[]
 from eie.problems.bpp_heuristics import heuristic_solution  # noqa: E402
 
 stats = results[results.method != "reference"].groupby(["setting", "method", "n"], sort=False).objective.agg(
@@ -191,7 +192,7 @@ for (length, width), setting in zip(bins, settings):
     fig = plt.figure(figsize=(15, 4.2))
     ax = fig.add_subplot(1, 3, 1)
     for method, s in stats[stats.setting == setting].groupby("method", sort=False):
-        ax.errorbar(s.n, s["mean"], yerr=s["std"].fillna(0), marker="o", capsize=3, label=METHOD_LABELS[method],
+        ax.errorbar(s.n, s["mean"], yerr=s["std"].fillna(0), marker="o", capsize=3, label=label(method),
                     **rule_kwargs(method))
     for order, h in heuristics[heuristics.setting == setting].groupby("heuristic"):
         ax.plot(h.n, h.load_rate, ls="--", color="grey", marker="x", alpha=0.7)
@@ -204,7 +205,7 @@ for (length, width), setting in zip(bins, settings):
     model = models[setting][(rules[0], seeds[0])]
     solution, _ = model.rollout(instance, "greedy")
     problem.check(instance, solution)
-    packed = {f"{METHOD_LABELS[rules[0]]} model, seed {seeds[0]}": solution,
+    packed = {f"{label(rules[0])} model, seed {seeds[0]}": solution,
               "heuristic: volume first": heuristic_solution(problem, instance, "volume")}
     for i, (name, sol) in enumerate(packed.items()):
         rate = float(problem.load_rate(instance, sol)[0])

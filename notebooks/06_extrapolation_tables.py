@@ -1,7 +1,9 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-all
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -13,7 +15,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.004437, "end_time": "2026-11-22T10:54:17.657609+00:00", "exception": false, "start_time": "2026-11-22T10:54:17.653172+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # # 06 · The extrapolation tables (Tables 1, 2 and 3 of the paper)
 #
 # Reads what notebooks 03-05 wrote to `results/<run>/` and lays it out as the paper does: one table
@@ -31,16 +33,17 @@
 # skipped with a note. Writes `results/<run>/table<k>_<problem>.md` (every table below, markdown),
 # `results/<run>/paired_<problem>.csv` and `figures/06_<problem>_<run>.png`.
 
-# %% papermill={"duration": 0.017487, "end_time": "2026-11-22T10:54:17.678747+00:00", "exception": false, "start_time": "2026-11-22T10:54:17.661260+00:00", "status": "completed"} tags=["parameters"]
+# %% tags=["parameters"]
 run = "cpu_long"  # results/<run>/ to read (and write the tables to)
 alpha = 0.05  # family-wise error level of the paired comparisons (Holm over each table)
 
-# %% papermill={"duration": 4.004697, "end_time": "2026-11-22T10:54:21.686594+00:00", "exception": false, "start_time": "2026-11-22T10:54:17.681897+00:00", "status": "completed"}
+# %% tags=[]
 import matplotlib.pyplot as plt
 
 from eie import comparison, study
 from eie.parameters import check_parameters
-from eie.paper import METHOD_LABELS, PAPER_BPP, PAPER_CVRP, PAPER_TSP, paper_table
+from eie.methods import label
+from eie.paper import PAPER_BPP, PAPER_CVRP, PAPER_TSP, paper_table
 from eie.paths import results_dir
 from eie.plotting import apply_style, extrapolation_figure, save_figure
 
@@ -63,10 +66,10 @@ def paper_rows(problem, setting):
 
 
 def labelled(frame):
-    return frame.rename(index=lambda m: METHOD_LABELS.get(m, m))
+    return frame.rename(index=label)
 
 
-# %% [markdown] papermill={"duration": 0.002988, "end_time": "2026-11-22T10:54:21.692068+00:00", "exception": false, "start_time": "2026-11-22T10:54:21.689080+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## The tables
 #
 # For each problem and setting: our table (best in bold), our gap to the reference (%; positive =
@@ -74,7 +77,7 @@ def labelled(frame):
 # at the same factor $n/N$ (%, ours / the paper's, `-` where the paper has no such row; negative = shorter tours, or for bin packing
 # a lower load rate). Each table is also written to `results/<run>/table<k>_<problem>.md`.
 
-# %% papermill={"duration": 0.180268, "end_time": "2026-11-22T10:54:21.875193+00:00", "exception": false, "start_time": "2026-11-22T10:54:21.694925+00:00", "status": "completed"}
+# %% tags=[]
 loaded, skipped = comparison.load_run_results(out)
 for note in skipped:
     print(note, end="\n\n")
@@ -105,7 +108,7 @@ for problem, number, objective, reference, maximise in PROBLEMS:
     (out / f"table{number}_{problem}.md").write_text(text + "\n")
     print(text, end="\n\n")
 
-# %% [markdown] papermill={"duration": 0.003169, "end_time": "2026-11-22T10:54:21.881835+00:00", "exception": false, "start_time": "2026-11-22T10:54:21.878666+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # Table 6 of the paper (d = 32, N = 120, 4 layers) needs models of head size 32 trained on 120-long
 # instances; no such run exists in this study (it is GPU-sized and no GPU was available), so it is
 # not reproduced here.
@@ -120,7 +123,7 @@ for problem, number, objective, reference, maximise in PROBLEMS:
 # instances but not the spread between training seeds (two or three seeds are too few to test over;
 # compare with the standard deviations above).
 
-# %% papermill={"duration": 0.110607, "end_time": "2026-11-22T10:54:21.995279+00:00", "exception": false, "start_time": "2026-11-22T10:54:21.884672+00:00", "status": "completed"}
+# %% tags=[]
 for problem, number, objective, reference, maximise in PROBLEMS:
     if problem not in loaded:
         continue
@@ -138,17 +141,17 @@ for problem, number, objective, reference, maximise in PROBLEMS:
           f"{counts.get('worse', 0)} and not distinguishable in {counts.get('n.s.', 0)} of {int(counts.sum())} "
           "comparisons.\n")
 
-# %% [markdown] papermill={"duration": 0.001726, "end_time": "2026-11-22T10:54:21.999276+00:00", "exception": false, "start_time": "2026-11-22T10:54:21.997550+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## One figure per problem
 #
 # Top: the mean objective against $n$ (log scale), one line per rule, the band its standard
 # deviation over seeds, the reference dashed. Bottom: the gap to the reference.
 
-# %% papermill={"duration": 2.561943, "end_time": "2026-11-22T10:54:24.563057+00:00", "exception": false, "start_time": "2026-11-22T10:54:22.001114+00:00", "status": "completed"}
+# %% tags=[]
 for problem, number, objective, reference, maximise in PROBLEMS:
     if problem not in loaded:
         continue
-    fig = extrapolation_figure(loaded[problem][0], objective, METHOD_LABELS, reference)
+    fig = extrapolation_figure(loaded[problem][0], objective, reference)
     fig.suptitle(f"Table {number}: {problem}, results/{run}", y=1.01)
     save_figure(fig, f"06_{problem}", run=run)
     plt.show()

@@ -1,7 +1,9 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-all
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -13,7 +15,7 @@
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.003946, "end_time": "2026-11-22T10:54:27.210434+00:00", "exception": false, "start_time": "2026-11-22T10:54:27.206488+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # # 07 · The appendix: do EIE's assumptions hold inside a trained model?
 #
 # EIE picks $\lambda(n)$ so that the *expected* attention entropy of Eq. 6 stays at its training
@@ -35,7 +37,7 @@
 # Writes `results/<run>/appendix_js_divergence.csv`, `appendix_entropy.csv`,
 # `appendix_permutation.csv` and `figures/07_*_<run>.png`.
 
-# %% papermill={"duration": 0.016643, "end_time": "2026-11-22T10:54:27.230503+00:00", "exception": false, "start_time": "2026-11-22T10:54:27.213860+00:00", "status": "completed"} tags=["parameters"]
+# %% tags=["parameters"]
 run = "cpu_long"  # results/<run>/models/ holds the trained TSP policies (notebook 03 exports them)
 n_train = 20  # their training length N
 n_max = 320  # probe at N, 2N, ... up to n_max
@@ -45,7 +47,7 @@ permutation_instances = 4  # test instances per n for the Theorem 1 check (it de
 js_instances = 64  # instances at the training length for Figure 6
 test_seed = 4321
 
-# %% papermill={"duration": 4.213879, "end_time": "2026-11-22T10:54:31.447721+00:00", "exception": false, "start_time": "2026-11-22T10:54:27.233842+00:00", "status": "completed"}
+# %% tags=[]
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
@@ -53,8 +55,8 @@ import torch
 from eie import probes, study
 from eie.parameters import check_parameters
 from eie.entropy import entropy_eq6
-from eie.evaluation import extrapolation_lengths, fixed_test_set, trained_rule_for
-from eie.paper import METHOD_LABELS
+from eie.evaluation import extrapolation_lengths, fixed_test_set
+from eie.methods import label
 from eie.paths import results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
 
@@ -69,11 +71,11 @@ methods = trained + ["eie", "exact", "log_N"]
 names = {rule: study.model_name("tsp", rule, n_train, seed) for rule in trained}
 models = {rule: model for rule, model in zip(trained, study.load_policies(names.values(), run=run).values())}
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
-rules = {method: study.method_rule(method, d, n_train, net, table) for method in methods}
+bound = dict(zip(methods, study.bind_methods(methods, d, n_train, net, table)))
 problem = models["inv_sqrt_d"].problem
 print(f"TSP{n_train} models ({', '.join(names.values())}), probed at n = {lengths}")
 
-# %% [markdown] papermill={"duration": 0.001932, "end_time": "2026-11-22T10:54:31.453160+00:00", "exception": false, "start_time": "2026-11-22T10:54:31.451228+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Figure 6: is the input of each attention layer standard normal?
 #
 # $X$ of each encoder layer of the $1/\sqrt d$ model, on `js_instances` instances at $n = N$:
@@ -81,7 +83,7 @@ print(f"TSP{n_train} models ({', '.join(names.values())}), probed at n = {length
 # tails) between the element's values over all nodes and $\mathcal N(0,1)$; then the same after
 # standardising each element (mean 0, variance 1), which asks only whether its *shape* is Gaussian.
 
-# %% papermill={"duration": 0.147159, "end_time": "2026-11-22T10:54:31.602146+00:00", "exception": false, "start_time": "2026-11-22T10:54:31.454987+00:00", "status": "completed"}
+# %% tags=[]
 probe = probes.probe_encoder(models["inv_sqrt_d"], fixed_test_set(problem, n_train, js_instances, test_seed))
 rows = []
 for layer, x in enumerate(probe.inputs):
@@ -99,7 +101,7 @@ summary = js.groupby("layer").agg(js_median=("js", "median"), js_max=("js", "max
                                   element_std_median=("std", "median"), element_mean_abs_max=("mean", lambda m: m.abs().max()))
 print(summary.round(3).to_string())
 
-# %% papermill={"duration": 0.836251, "end_time": "2026-11-22T10:54:32.440746+00:00", "exception": false, "start_time": "2026-11-22T10:54:31.604495+00:00", "status": "completed"}
+# %% tags=[]
 fig, axes = plt.subplots(1, 2, figsize=(13, 3.8), sharey=True)
 for ax, column, title in zip(axes, ["js", "js_standardised"], ["as is", "each element standardised"]):
     for layer, part in js.groupby("layer"):
@@ -111,7 +113,7 @@ axes[0].legend(fontsize=8)
 save_figure(fig, "07_figure6_js_divergence", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.00334, "end_time": "2026-11-22T10:54:32.447297+00:00", "exception": false, "start_time": "2026-11-22T10:54:32.443957+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # ## Where Eq. 6 is used: measured attention entropy against its prediction
 #
 # For each method (the training-free ones on the $1/\sqrt d$ model) and each $n$: the mean entropy
@@ -120,31 +122,31 @@ plt.show()
 # of i.i.d. Gaussian logits with the per-row spread the model produces. EIE's premise is that the
 # first stays flat in $n$ because the second does.
 
-# %% papermill={"duration": 17.127728, "end_time": "2026-11-22T10:54:49.579855+00:00", "exception": false, "start_time": "2026-11-22T10:54:32.452127+00:00", "status": "completed"}
+# %% tags=[]
 rows = []
 for n in lengths:
     batch = fixed_test_set(problem, n, instances, test_seed)
-    predicted = entropy_eq6(torch.full((len(methods),), n), torch.tensor([float(rules[m](float(n))) for m in methods]),
+    predicted = entropy_eq6(torch.full((len(methods),), n), torch.tensor([float(bound[m].rule(float(n))) for m in methods]),
                             d, samples=2048)
     for i, method in enumerate(methods):
-        result = probes.probe_encoder(models[trained_rule_for(method)], batch, rules[method])
+        result = probes.probe_encoder(models[bound[method].model_key], batch, bound[method])
         for layer, (entropy, spread) in enumerate(zip(result.entropies, result.logit_spread)):
-            rows.append({"method": method, "n": n, "layer": layer + 1, "lambda": float(rules[method](float(n))),
+            rows.append({"method": method, "n": n, "layer": layer + 1, "lambda": float(bound[method].rule(float(n))),
                          "measured": float(entropy.mean()), "eq6": float(predicted.mean[i]),
                          "gaussian_logits": probes.gaussian_row_entropy(n, spread, seed=layer)})
 entropy = pd.DataFrame(rows)
 entropy.to_csv(out / "appendix_entropy.csv", index=False, float_format="%.6g")
 print("Measured mean row entropy (nats) by layer; Eq. 6 for the same lambda(n) in the last block:")
 pivot = entropy.pivot_table(index=["layer", "method"], columns="n", values="measured", sort=False)
-print(pivot.rename(index=METHOD_LABELS, level=1).round(2).to_string())
+print(pivot.rename(index=label, level=1).round(2).to_string())
 print(entropy.drop_duplicates(["method", "n"]).pivot(index="method", columns="n", values="eq6")
-      .loc[methods].rename(index=METHOD_LABELS).round(2).to_string())
+      .loc[methods].rename(index=label).round(2).to_string())
 change = entropy[entropy.n == max(lengths)].set_index(["layer", "method"]).measured - \
     entropy[entropy.n == n_train].set_index(["layer", "method"]).measured
 print(f"\nMeasured entropy change from n = {n_train} to n = {max(lengths)} (nats), by layer:")
-print(change.unstack("layer").loc[methods].rename(index=METHOD_LABELS).round(2).to_string())
+print(change.unstack("layer").loc[methods].rename(index=label).round(2).to_string())
 
-# %% papermill={"duration": 3.472393, "end_time": "2026-11-22T10:54:53.058662+00:00", "exception": false, "start_time": "2026-11-22T10:54:49.586269+00:00", "status": "completed"}
+# %% tags=[]
 shown = ["inv_sqrt_d", "ln_d", "eie", "log_N"]
 fig, axes = plt.subplots(2, 3, figsize=(15, 8))
 for layer in (1, 2, 3):
@@ -152,14 +154,14 @@ for layer in (1, 2, 3):
     for method in shown:
         part = entropy[(entropy.layer == layer) & (entropy.method == method)]
         style = rule_kwargs(method)
-        ax.plot(part.n, part.measured, marker="o", color=style["color"], label=f"{METHOD_LABELS[method]} measured")
-        ax.plot(part.n, part.eq6, ls=":", color=style["color"], label=f"{METHOD_LABELS[method]} Eq. 6")
+        ax.plot(part.n, part.measured, marker="o", color=style["color"], label=f"{label(method)} measured")
+        ax.plot(part.n, part.eq6, ls=":", color=style["color"], label=f"{label(method)} Eq. 6")
     length_axis(ax, n_train, n_max)
     ax.set(xlabel="$n$", ylabel="mean row entropy (nats)", title=f"encoder layer {layer}")
     ax = axes[1, layer - 1]
     part = entropy[entropy.layer == layer]
     for method, m in part.groupby("method", sort=False):
-        ax.scatter(m.gaussian_logits, m.measured, s=18, color=rule_kwargs(method)["color"], label=METHOD_LABELS[method])
+        ax.scatter(m.gaussian_logits, m.measured, s=18, color=rule_kwargs(method)["color"], label=label(method))
     low, high = part[["gaussian_logits", "measured"]].min().min(), part[["gaussian_logits", "measured"]].max().max()
     ax.plot([low, high], [low, high], color="black", lw=0.8, ls="--")
     ax.set(xlabel="entropy of Gaussian logits with the measured spread", ylabel="measured entropy",
@@ -170,7 +172,7 @@ fig.tight_layout()
 save_figure(fig, "07_entropy_measured_vs_gaussian", run=run)
 plt.show()
 
-# %% [markdown] papermill={"duration": 0.012563, "end_time": "2026-11-22T10:54:53.079171+00:00", "exception": false, "start_time": "2026-11-22T10:54:53.066608+00:00", "status": "completed"}
+# %% [markdown] tags=[]
 # **Reading (the committed `cpu_long` TSP20 models).** The premise does not hold inside these
 # models, and the way it fails explains why EIE helps less on TSP than the paper reports:
 #
@@ -198,7 +200,7 @@ plt.show()
 # log-probabilities, and between the greedy tour lengths. Float32 arithmetic in a different order
 # leaves differences near $10^{-6}$; a model that were not equivariant would differ by $O(1)$.
 
-# %% papermill={"duration": 3.993866, "end_time": "2026-11-22T10:54:57.082509+00:00", "exception": false, "start_time": "2026-11-22T10:54:53.088643+00:00", "status": "completed"}
+# %% tags=[]
 rows = []
 for rule, model in models.items():
     for n in lengths:

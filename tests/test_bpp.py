@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from eie import scaling, study
-from eie.model import AttentionModel, AttentionScale
+from eie.attention import Attention
+from eie.model import AttentionModel
 from eie.problems import BPP, make_problem
 from eie.problems.base import InfeasibleSolution
 from eie.problems.bpp_heuristics import heuristic_load_rates, heuristic_solution
@@ -81,7 +82,7 @@ def test_heuristics_pack_feasibly_and_sorting_helps():
 def test_policy_packs_feasibly_and_is_equivariant_in_the_boxes():
     torch.manual_seed(0)
     problem = make_problem("bpp", length=60, width=50)
-    model = AttentionModel(problem, AttentionScale(scaling.ln_d(16))).eval()
+    model = AttentionModel(problem, Attention(scaling.ln_d(16))).eval()
     instance = problem.generate(3, 9, torch.Generator().manual_seed(3))
     with torch.no_grad():
         greedy, log_likelihood = model.rollout(instance)
@@ -109,7 +110,8 @@ def test_study_trains_and_evaluates_bpp_with_load_rates(tmp_path, monkeypatch):
                                      problem="bpp", problem_options={"length": 60, "width": 50}, n_train=4, epochs=1,
                                      steps_per_epoch=1, batch_size=4, baseline_eval_size=4)
     assert (tmp_path / "t" / "checkpoints" / "bpp_60x50_inv_sqrt_d_n4_seed0.pt").is_file()
-    results, rates, references = study.evaluate(models, ["inv_sqrt_d", "log_N"], 4, 8, None, None, test_size=3,
+    results, rates, references = study.evaluate(models, study.bind_methods(["inv_sqrt_d", "log_N"], 16, 4), 4, 8,
+                                                test_size=3,
                                                 setting="60x50", reference_size=3, device="cpu", progress=False)
     learned = results[results.method != "reference"]
     assert learned.objective.between(0, 100).all()  # load rates, not costs

@@ -2,7 +2,8 @@ import pytest
 import torch
 
 from eie import scaling
-from eie.model import AttentionModel, AttentionScale
+from eie.attention import Attention
+from eie.model import AttentionModel
 from eie.problems import CVRP, make_problem
 from eie.problems.base import InfeasibleSolution
 
@@ -58,7 +59,7 @@ def test_check_catches_double_service_missing_service_and_overload():
 def test_model_decodes_feasible_solutions_and_is_equivariant():
     torch.manual_seed(0)
     problem = CVRP(10)
-    model = AttentionModel(problem, AttentionScale(scaling.ln_d(16))).eval()
+    model = AttentionModel(problem, Attention(scaling.ln_d(16))).eval()
     inst = instance(n=25)
     with torch.no_grad():
         greedy, _ = model.rollout(inst)
@@ -84,7 +85,7 @@ def test_hgs_reference_is_feasible_and_beats_an_untrained_model():
     with pytest.raises(ValueError, match="iterations"):
         hgs_cvrp_costs(inst, problem.capacity, iterations=None, time_limit=None)
     torch.manual_seed(0)
-    model = AttentionModel(problem, AttentionScale(scaling.inv_sqrt_d(16))).eval()
+    model = AttentionModel(problem, Attention(scaling.inv_sqrt_d(16))).eval()
     with torch.no_grad():
         greedy = problem.cost(inst, model.rollout(inst)[0])
     assert (reference <= greedy.numpy() + 1e-6).all()
@@ -107,7 +108,7 @@ def test_study_trains_and_evaluates_cvrp_per_capacity(tmp_path, monkeypatch):
     assert (tmp_path / "t" / "checkpoints" / "cvrp_C15_ln_d_n10_seed0.pt").is_file()
     assert models[("ln_d", 0)].problem.capacity == 15.0 and len(log) == 2
     results, per_instance, references = study.evaluate(
-        models, ["inv_sqrt_d", "ln_d", "log_N"], 10, 20, net, table, test_size=6, setting="C15", reference_size=2,
+        models, study.bind_methods(["inv_sqrt_d", "ln_d", "log_N"], 16, 10, net, table), 10, 20, test_size=6, setting="C15", reference_size=2,
         reference_options={"iterations": 200}, device="cpu", progress=False)
     assert list(results.columns) == study.RESULT_COLUMNS
     assert set(results.setting) == {"C15"} and sorted(set(results.n)) == [10, 20]

@@ -1,12 +1,15 @@
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from eie import scaling, study
+from eie import methods, scaling, study
 from eie.evaluation import (extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, lkh_tsp_costs,
-                            trained_rule_for)
-from eie.model import AttentionModel, AttentionScale
+                            median_seconds)
+from eie.attention import Attention
+from eie.model import AttentionModel
 from eie.problems import TSP
 
 
@@ -28,20 +31,20 @@ def test_lkh_finds_the_square_and_beats_an_untrained_model():
     assert lkh_tsp_costs(square)[0] == pytest.approx(4.0)
     inst = fixed_test_set(TSP(), 25, 6)
     torch.manual_seed(0)
-    model = AttentionModel(TSP(), AttentionScale(scaling.inv_sqrt_d(16)))
-    greedy = greedy_costs(model, inst, scaling.inv_sqrt_d(16), chunk=4)
+    model = AttentionModel(TSP(), Attention(scaling.inv_sqrt_d(16)))
+    greedy = greedy_costs(model, inst, methods.get("inv_sqrt_d").bind(16), chunk=4)
     assert np.all(lkh_tsp_costs(inst["coords"]) <= greedy.numpy() + 1e-6)
 
 
 def test_greedy_costs_restore_the_trained_scale():
-    model = AttentionModel(TSP(), AttentionScale(scaling.inv_sqrt_d(16), n_mode="unmasked"))
-    greedy_costs(model, fixed_test_set(TSP(), 10, 3), scaling.ln_d(16))
-    assert model.scale.rule.key == "inv_sqrt_d" and model.scale.n_mode == "unmasked"
+    model = AttentionModel(TSP(), Attention(scaling.inv_sqrt_d(16), n_mode="unmasked"))
+    greedy_costs(model, fixed_test_set(TSP(), 10, 3), methods.get("ln_d").bind(16))
+    assert model.attention.rule.key == "inv_sqrt_d" and model.attention.n_mode == "unmasked"
 
 
 def test_training_free_rules_use_the_base_model():
-    assert trained_rule_for("eie") == trained_rule_for("exact") == trained_rule_for("log_N") == "inv_sqrt_d"
-    assert trained_rule_for("ln_d") == "ln_d"
+    assert [methods.get(k).model_key for k in ("eie", "exact", "log_N", "ln_d")] == \
+        ["inv_sqrt_d", "inv_sqrt_d", "inv_sqrt_d", "ln_d"]
 
 
 def test_table_marks_the_best_mean():
@@ -52,12 +55,13 @@ def test_table_marks_the_best_mean():
 
 
 def test_inference_timing_reports_positive_medians_per_method():
-    model = AttentionModel(TSP(), AttentionScale(scaling.inv_sqrt_d(16)))
+    model = AttentionModel(TSP(), Attention(scaling.inv_sqrt_d(16)))
     instance = fixed_test_set(TSP(), 10, 4)
-    assert inference_seconds(model, instance, scaling.ln_d(16), repeats=3) > 0
+    assert 0.02 <= median_seconds(lambda: time.sleep(0.02), repeats=3) < 0.2
+    assert inference_seconds(model, instance, methods.get("ln_d").bind(16), repeats=3) > 0
     with pytest.raises(ValueError, match="repeats"):
         inference_seconds(model, instance, repeats=0)
-    timing = study.inference_times(model, ["inv_sqrt_d", "ln_d"], 10, 20, None, None, size=4, repeats=1,
+    timing = study.inference_times(model, methods.bind(["inv_sqrt_d", "ln_d"], 16, 10), 10, 20, size=4, repeats=1,
                                    device="cpu", progress=False)
     assert list(timing.columns) == ["n", "method", "instances", "seconds", "seconds_per_instance"]
     assert len(timing) == 4 and (timing.seconds > 0).all()

@@ -83,3 +83,13 @@ def test_all_problems_are_reported_at_once():
     with pytest.raises(ValueError) as error:
         check_parameters("03_train_tsp", values)
     assert "epochs = 0" in str(error.value) and "lr = -1" in str(error.value)
+
+
+def test_a_preset_gives_one_notebook_its_own_values():
+    paper = yaml.safe_load((ROOT / "presets" / "paper.yaml").read_text())
+    bpp = check_parameters("05_train_bpp", injected_parameters(ROOT / "notebooks" / "05_train_bpp.ipynb", paper))
+    tsp = check_parameters("03_train_tsp", injected_parameters(ROOT / "notebooks" / "03_train_tsp.ipynb", paper))
+    assert (bpp["batch_size"], tsp["batch_size"]) == (64, 256)
+    bad = injected_parameters(ROOT / "notebooks" / "03_train_tsp.ipynb", {"per_notebook": {"99_nope": {"epochs": 1}}})
+    with pytest.raises(ValueError, match="unknown notebooks \\['99_nope'\\]"):
+        check_parameters("03_train_tsp", bad)

@@ -4,16 +4,18 @@ import numpy as np
 import pytest
 import torch
 
-from eie import probes, scaling
+from eie import methods, probes, scaling
 from eie.entropy import entropy_given_scale
-from eie.model import AttentionModel, AttentionScale
+from eie.attention import Attention
+from eie.model import AttentionModel
+from eie.problems import BPP, CVRP
 from eie.problems.tsp import TSP
 from eie.training import TrainConfig, export_policy, load_trained, train
 
 
 def small_model(rule=None):
     torch.manual_seed(0)
-    return AttentionModel(TSP(), AttentionScale(rule or scaling.inv_sqrt_d(16))).eval()
+    return AttentionModel(TSP(), Attention(rule or scaling.inv_sqrt_d(16))).eval()
 
 
 def tsp_instance(batch=3, n=12, seed=0):
@@ -27,19 +29,19 @@ def test_probe_records_each_layer_and_chains_to_the_encoder_output():
     assert probe.inputs[0].shape == (3, 12, 128)
     assert probe.entropies[0].shape == probe.logit_spread[0].shape == (3, 8, 12)
     assert bool((probe.entropies[1] >= 0).all()) and bool((probe.entropies[1] <= math.log(12) + 1e-5).all())
-    scale = model.scale("encoder", torch.full((3,), 12.0))
     with torch.no_grad():
-        assert torch.allclose(model.encoder[0](probe.inputs[0], scale), probe.inputs[1], atol=1e-5)
-        assert torch.allclose(model.encoder[2](probe.inputs[2], scale), model.encode(inst), atol=1e-5)
+        ctx = [model.encoder_context(inst, i, 3, "cpu") for i in range(3)]
+        assert torch.allclose(model.encoder[0](probe.inputs[0], model.attention, ctx[0]), probe.inputs[1], atol=1e-5)
+        assert torch.allclose(model.encoder[2](probe.inputs[2], model.attention, ctx[2]), model.encode(inst), atol=1e-5)
 
 
 def test_probe_uses_the_injected_rule_and_restores_the_model():
     model, inst = small_model(), tsp_instance(n=40)
     own = probes.probe_encoder(model, inst)
-    sharper = probes.probe_encoder(model, inst, scaling.ln_sqrt_d(16))  # ln 40 / 4 > 1/4: lower entropy
+    sharper = probes.probe_encoder(model, inst, methods.get("ln_sqrt_d").bind(16))  # ln 40 / 4 > 1/4: lower entropy
     assert float(sharper.entropies[0].mean()) < float(own.entropies[0].mean())
     assert torch.allclose(sharper.logit_spread[0], own.logit_spread[0] * math.log(40), atol=1e-4)
-    assert model.scale.rule.key == "inv_sqrt_d"
+    assert model.attention.rule.key == "inv_sqrt_d"
 
 
 def test_js_divergence_separates_normal_from_other_distributions():
@@ -69,9 +71,24 @@ def test_permutation_check_on_a_model_and_on_a_cvrp_instance():
     result = probes.permutation_check(model, inst, seed=3)
     assert set(result) == {"encoder", "first_step_log_p", "greedy_cost"}
     assert max(result.values()) < 1e-4
-    depot = {"coords": torch.rand(2, 5, 2), "depot": torch.rand(2, 2), "demand": torch.rand(2, 5)}
-    moved = probes.permute_nodes(depot, torch.tensor([4, 3, 2, 1, 0]))
-    assert torch.equal(moved["coords"], depot["coords"].flip(1)) and torch.equal(moved["depot"], depot["depot"])
+
+
+@pytest.mark.parametrize("problem", [CVRP(10), BPP(60, 50)], ids=["cvrp", "bpp"])
+def test_permutation_check_permutes_the_nodes_of_every_problem(problem):
+    """The check must move the nodes (a CVRP instance's destinations, not its depot) and still find
+    the model equivariant; a model that is not (node order leaking in) must fail it."""
+    torch.manual_seed(0)
+    model = AttentionModel(problem, Attention(scaling.inv_sqrt_d(16))).eval()
+    instance = problem.generate(2, 9, torch.Generator().manual_seed(1))
+    permuted, order = problem.permute(instance, torch.Generator().manual_seed(3))
+    key = next(iter(instance))
+    assert not torch.equal(permuted[key], instance[key]) and torch.equal(permuted[key], instance[key][:, order])
+    if problem.name == "cvrp":
+        assert order[0] == 0 and sorted(order.tolist()) == list(range(10))  # the depot stays node 0
+    assert max(probes.permutation_check(model, instance, seed=3).values()) < 1e-4
+    embed = model.embed.forward
+    model.embed.forward = lambda inst: embed(inst) + torch.linspace(0, 1, embed(inst).shape[1])[None, :, None]
+    assert probes.permutation_check(model, instance, seed=3)["encoder"] > 1e-3  # order-dependent: caught
 
 
 def test_exported_policy_loads_like_its_checkpoint(tmp_path):

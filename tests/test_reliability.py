@@ -78,7 +78,7 @@ def test_real_checkpoints_and_committed_models_load_safely(tmp_path):
     result = train(TrainConfig(epochs=1, **SMALL), tmp_path, progress=False, device="cpu")
     torch.load(result.checkpoint, weights_only=True)  # every value is a tensor or a plain type
     exported = export_policy(result.checkpoint, tmp_path / "models" / "policy.pt")
-    assert load_trained(exported).scale.rule.key == "inv_sqrt_d"
+    assert load_trained(exported).attention.rule.key == "inv_sqrt_d"
     committed = sorted((ROOT / "results").glob("*/models/*.pt"))
     assert committed, "no committed models to check"
     for path in committed:
@@ -269,7 +269,7 @@ def _results(gap_at_train=30.0, eie_at_train=10.0):
 def test_run_checks_pass_a_correct_run_and_stop_a_broken_one():
     report = check_extrapolation(_results(), 20, "LKH", max_gap_pct=60)
     assert "eie reproduce the 1/sqrt(d) model exactly" in report and "within 60 % of LKH" in report
-    with pytest.raises(RunCheckFailed, match="eie differs from the 1/sqrt"):
+    with pytest.raises(RunCheckFailed, match="eie differs from the inv_sqrt_d model"):
         check_extrapolation(_results(eie_at_train=10.5), 20)
     with pytest.raises(RunCheckFailed, match="was it trained"):
         check_extrapolation(_results(gap_at_train=85.0), 20, "LKH", max_gap_pct=60)

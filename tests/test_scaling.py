@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from eie import entropy, scaling
+from eie import entropy, methods, scaling
 
 
 def test_rule_values_and_types():
@@ -22,18 +22,21 @@ def test_rule_values_and_types():
 
 
 def test_which_rules_need_retraining():
-    assert not scaling.inv_sqrt_d(16).trained_with_rule
-    assert not scaling.log_N(16, 100).trained_with_rule
-    assert scaling.ln_d(16).trained_with_rule and scaling.ln_sqrt_d(16).trained_with_rule
+    assert methods.keys(trained=True) == ["inv_sqrt_d", "ln_d", "ln_sqrt_d", "ssmax"]
+    assert {methods.get(k).applied_to for k in methods.keys(trained=False)} == {"inv_sqrt_d"}
+    for key in ("eie", "exact", "log_N"):  # test-time rules equal 1/sqrt(d) at N: the same model serves them
+        assert methods.get(key).model_key == "inv_sqrt_d"
 
 
-def test_make_rule_errors():
-    with pytest.raises(ValueError, match="unknown scaling rule"):
-        scaling.make_rule("nope", 16)
+def test_registry_errors():
+    with pytest.raises(ValueError, match="unknown method 'nope'"):
+        methods.get("nope")
     with pytest.raises(ValueError, match="needs a fitted net"):
-        scaling.make_rule("eie", 16)
+        methods.get("eie").rule(16)
     with pytest.raises(ValueError, match="needs the training length"):
-        scaling.make_rule("log_N", 16)
+        methods.get("log_N").rule(16)
+    with pytest.raises(ValueError, match="already registered"):
+        methods.register(methods.get("eie"))
     with pytest.raises(ValueError, match="n must be >= 1"):
         scaling.ln_d(16)(0)
 

@@ -23,7 +23,7 @@ def test_checkpoint_guards(tmp_path):
     with pytest.raises(ValueError, match="different settings \\(lr\\)"):
         train(TrainConfig(epochs=2, **{**SMALL, "lr": 5e-4}), tmp_path, name="run", progress=False, device="cpu")
     model = load_trained(result.checkpoint)
-    assert model.scale.rule.key == "inv_sqrt_d"
+    assert model.attention.rule.key == "inv_sqrt_d"
     (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="cannot be read"):
         train(TrainConfig(epochs=1, **SMALL), tmp_path, name="bad", progress=False, device="cpu")
@@ -46,8 +46,13 @@ def test_config_validation():
         TrainConfig(rule="eie")
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         TrainConfig(batch_size=0)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_asking_for_cuda_without_it_is_refused(tmp_path):
     with pytest.raises(ValueError, match="CUDA is not available"):
-        train(TrainConfig(epochs=1, **SMALL), "unused", device="cuda:0") if not torch.cuda.is_available() else (_ for _ in ()).throw(ValueError("CUDA is not available"))
+        train(TrainConfig(epochs=1, **SMALL), tmp_path, device="cuda:0")
+    assert not list(tmp_path.iterdir())  # refused before anything was written
 
 
 def test_paired_t_test_direction():

@@ -2,16 +2,17 @@
 import pytest
 import torch
 
-from eie import scaling
+from eie import methods, scaling
 from eie.eie_net import EIEConfig, EIENet
-from eie.model import AttentionModel, AttentionScale
+from eie.attention import Attention
+from eie.model import AttentionModel
 from eie.problems import TSP, make_problem
 from eie.problems.base import InfeasibleSolution
 
 
 def small_model(rule, **scale_options):
     torch.manual_seed(0)
-    return AttentionModel(TSP(), AttentionScale(rule, **scale_options)).eval()
+    return AttentionModel(TSP(), Attention(rule, **scale_options)).eval()
 
 
 def instance(batch=3, n=12, seed=0):
@@ -51,7 +52,7 @@ def test_unknown_problem():
 def test_permutation_equivariance(key, n_mode):
     """Theorem 1: permuting the cities permutes the encoder output and the first-step probabilities."""
     net = EIENet(EIEConfig(d=16, N=10, N_max=40))
-    model = small_model(scaling.make_rule(key, 16, N=10, net=net), n_mode=n_mode)
+    model = small_model(methods.get(key).rule(16, N=10, net=net), n_mode=n_mode)
     inst = instance(n=15)
     perm = torch.randperm(15, generator=torch.Generator().manual_seed(1))
     permuted = {"coords": inst["coords"][:, perm]}
@@ -74,12 +75,51 @@ def test_greedy_tours_are_permutations_and_sampling_is_seeded():
         model.rollout(inst, "beam")
 
 
-def test_precomputed_decoder_matches_recomputation():
-    model = small_model(scaling.ln_d(16), n_mode="unmasked")
+def naive_greedy_rollout(model, inst):
+    """Greedy decoding written out from the model's description, one instance and one head at a time,
+    with an explicit masked softmax: the reference the fast decoder must match."""
+    decoder, (heads, dim) = model.decoder, (model.config.heads, model.config.dim)
+    d = dim // heads
+    tours, log_likelihoods = [], []
+    nodes_all = model.encode(inst)
+    for b in range(nodes_all.shape[0]):
+        nodes = nodes_all[b]  # (n, D)
+        n = nodes.shape[0]
+        w = decoder.project_nodes.weight  # (3D, D): glimpse keys, glimpse values, logit keys
+        keys, values, logit_keys = nodes @ w[:dim].T, nodes @ w[dim:2 * dim].T, nodes @ w[2 * dim:].T
+        graph = decoder.project_graph(nodes.mean(0))
+        state = model.problem.initial_state({k: v[b:b + 1] for k, v in inst.items()})
+        total = 0.0
+        while not state.done:
+            visited = state.mask()[0]
+            query = graph + decoder.step_context(state, nodes[None])[0]
+            lam = float(model.attention.rule(float(n) if model.attention.n_mode == "instance" else float((~visited).sum())))
+            glimpse = []
+            for h in range(heads):
+                part = slice(h * d, (h + 1) * d)
+                scores = lam * keys[:, part] @ query[part]
+                weights = torch.softmax(scores.masked_fill(visited, float("-inf")), 0)
+                glimpse.append(weights @ values[:, part])
+            out = decoder.project_out(torch.cat(glimpse))
+            logits = model.config.tanh_clip * torch.tanh(logit_keys @ out / dim ** 0.5)
+            log_p = torch.log_softmax(logits.masked_fill(visited, float("-inf")), 0)
+            action = int(log_p.argmax())
+            total += float(log_p[action])
+            state = state.update(torch.tensor([action]))
+        tours.append(state.solution()[0])
+        log_likelihoods.append(total)
+    return torch.stack(tours), torch.tensor(log_likelihoods)
+
+
+@pytest.mark.parametrize("n_mode", ["instance", "unmasked"])
+def test_fast_decoder_matches_a_naive_one(n_mode):
+    model = small_model(scaling.ln_d(16), n_mode=n_mode)
     inst = instance(batch=3, n=14)
     with torch.no_grad():
         fast, ll_fast = model.rollout(inst)
+        naive, ll_naive = naive_greedy_rollout(model, inst)
         slow, ll_slow = model.rollout(inst, recompute_each_step=True)
+    assert torch.equal(fast, naive) and torch.allclose(ll_fast, ll_naive, atol=1e-4)
     assert torch.equal(fast, slow) and torch.allclose(ll_fast, ll_slow)
 
 
@@ -93,6 +133,6 @@ def test_scale_is_injected_where_asked():
         assert not torch.allclose(base.encode(inst), both.encode(inst))
         assert not torch.allclose(base.first_step_log_probs(inst), glimpse_only.first_step_log_probs(inst))
     with pytest.raises(ValueError, match="unknown attention sites"):
-        AttentionScale(scaling.ln_d(16), sites=("pointer",))
+        Attention(scaling.ln_d(16), sites=("pointer",))
     with pytest.raises(ValueError, match="head size d=32"):
-        AttentionModel(TSP(), AttentionScale(scaling.ln_d(32)))
+        AttentionModel(TSP(), Attention(scaling.ln_d(32)))

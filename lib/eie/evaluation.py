@@ -3,9 +3,9 @@ feasibility check of every solution, a classical reference solver, and the long-
 
     problem, setting, method, seed, n, objective, gap_pct
 
-`method` names the scaling rule used at test time; the training-free rules (EIE, exact lambda*,
-calibrated log) are applied to the model trained with 1/sqrt(d), the others to the model trained
-with that rule. `gap_pct` = 100 * (mean objective / mean reference objective - 1) over the instances
+`method` names the method used at test time (`eie.methods`): a test-time method (EIE, exact
+lambda*, calibrated log) runs on the model trained with the method it is applied to (1/sqrt(d)),
+a trained method on its own model. `gap_pct` = 100 * (mean objective / mean reference objective - 1) over the instances
 the reference solved (the first `reference_size` of each test set).
 """
 
@@ -18,15 +18,8 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from .model import AttentionModel, AttentionScale
-from .scaling import ScalingRule
-
-# Which trained model each test-time rule is applied to.
-TRAINING_FREE = ("eie", "exact", "log_N")
-
-
-def trained_rule_for(method: str) -> str:
-    return "inv_sqrt_d" if method in TRAINING_FREE else method
+from .methods import BoundMethod
+from .model import AttentionModel
 
 
 def extrapolation_lengths(n_train: int, n_max: int) -> list[int]:
@@ -46,14 +39,15 @@ def fixed_test_set(problem, n: int, size: int, seed: int = 1234, device="cpu") -
 
 
 @torch.no_grad()
-def greedy_costs(model: AttentionModel, instance: dict, rule: ScalingRule | None = None, chunk: int = 256) -> torch.Tensor:
-    """Greedy costs, decoded in chunks to bound memory, with `rule` injected at test time (same sites
-    and n mode as trained; None keeps the model's own scale).
+def greedy_costs(model: AttentionModel, instance: dict, method: BoundMethod | None = None,
+                 chunk: int = 256) -> torch.Tensor:
+    """Greedy costs, decoded in chunks to bound memory, with `method` applied at test time (same
+    sites and n mode as trained; None keeps the model's own attention).
 
     Every solution passes the problem's feasibility check before its cost is returned.
     """
     model.eval()
-    with scale_applied(model, rule):
+    with method_applied(model, method):
         batch = next(iter(instance.values())).shape[0]
         costs = []
         for start in range(0, batch, chunk):
@@ -65,16 +59,16 @@ def greedy_costs(model: AttentionModel, instance: dict, rule: ScalingRule | None
 
 
 @contextmanager
-def scale_applied(model: AttentionModel, rule: ScalingRule | None):
-    """Within the block the model's softmaxes use `rule` (same sites and n mode as trained); None
-    keeps the model's own scale. The trained scale is restored on leaving, errors included."""
-    trained_scale = model.scale
-    if rule is not None:
-        model.scale = AttentionScale(rule, sites=trained_scale.sites, n_mode=trained_scale.n_mode)
+def method_applied(model: AttentionModel, method: BoundMethod | None):
+    """Within the block the model's attention is `method`'s (same sites and n mode as trained); None
+    keeps the model's own. The trained attention is restored on leaving, errors included."""
+    trained = model.attention
+    if method is not None:
+        model.attention = method.attention_for(trained)
     try:
         yield model
     finally:
-        model.scale = trained_scale
+        model.attention = trained
 
 
 def median_seconds(fn, repeats: int = 3, device: torch.device | str = "cpu") -> float:
@@ -94,15 +88,15 @@ def median_seconds(fn, repeats: int = 3, device: torch.device | str = "cpu") -> 
     return float(np.median(times))
 
 
-def inference_seconds(model: AttentionModel, instance: dict, rule: ScalingRule | None = None, chunk: int = 256,
+def inference_seconds(model: AttentionModel, instance: dict, method: BoundMethod | None = None, chunk: int = 256,
                       repeats: int = 3) -> float:
     """Median wall-clock seconds to decode `instance` greedily (checks included), over `repeats` runs.
 
-    The rule is applied inside the timed region (once per chunk), so an EIE rule's network
-    evaluation is part of what is measured.
+    The method is applied inside the timed region (its scale computed once per chunk), so an EIE
+    net's evaluation is part of what is measured.
     """
     device = next(model.parameters()).device
-    return median_seconds(lambda: greedy_costs(model, instance, rule, chunk=chunk), repeats, device)
+    return median_seconds(lambda: greedy_costs(model, instance, method, chunk=chunk), repeats, device)
 
 
 def lkh_tsp_costs(coords: torch.Tensor, runs: int = 1, scale: float = 1e5) -> np.ndarray:

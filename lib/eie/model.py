@@ -10,11 +10,12 @@ completes the pointer's choice; its log-probability joins the solution's log-lik
 What does not change within an episode (node keys and values, the graph part of the query) is
 computed once per instance (`Decoder.precompute`), so a decoding step costs O(n D) per instance.
 
-The attention scale is injected (`AttentionScale`): every softmax over the nodes with head size d
-(encoder self-attention and the decoder glimpse, by default both; `sites`) uses lambda(n) from a
-scaling rule instead of 1/sqrt(d). Which n the rule sees is `n_mode`: "instance" (the problem size,
-default) or "unmasked" (while decoding, the number of nodes the glimpse may still attend to; the
-encoder always sees the problem size). The pointer logits keep the 1/sqrt(D) of the model width.
+Every softmax over the nodes (encoder self-attention, the decoder glimpse) goes through one
+`eie.attention.Attention` object (`model.attention`), called with an `AttentionContext`: the site,
+the encoder layer, the n the rules see and the node positions. Which n: `n_mode` "instance" (the
+problem size, default) or "unmasked" (while decoding, the number of nodes the glimpse may still
+attend to; the encoder always sees the problem size). The pointer logits keep the 1/sqrt(D) of the
+model width.
 """
 
 from __future__ import annotations
@@ -26,32 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .scaling import ScalingRule, inv_sqrt_d
-
-SITES = ("encoder", "glimpse")
-N_MODES = ("instance", "unmasked")
-
-
-@dataclass
-class AttentionScale:
-    """Which scaling rule the attention softmaxes use, where, and with which n."""
-
-    rule: ScalingRule
-    sites: tuple[str, ...] = SITES
-    n_mode: str = "instance"
-
-    def __post_init__(self):
-        unknown = set(self.sites) - set(SITES)
-        if unknown:
-            raise ValueError(f"unknown attention sites {sorted(unknown)}; choose from {SITES}")
-        if self.n_mode not in N_MODES:
-            raise ValueError(f"n_mode must be one of {N_MODES}, got {self.n_mode!r}")
-        self.sites = tuple(self.sites)
-
-    def __call__(self, site: str, n: torch.Tensor) -> torch.Tensor:
-        """lambda for `site`, per instance: n is a (B,) tensor of sizes."""
-        rule = self.rule if site in self.sites else inv_sqrt_d(self.rule.d)
-        return rule(n.to(torch.float64)).to(torch.float32)
+from .attention import Attention, AttentionContext
 
 
 @dataclass(frozen=True)
@@ -78,11 +54,14 @@ class MultiHeadSelfAttention(nn.Module):
         self.qkv = nn.Linear(dim, 3 * dim, bias=False)
         self.out = nn.Linear(dim, dim, bias=False)
 
-    def forward(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    def heads_of(self, x: torch.Tensor):
+        """q, k, v of every head: (B, H, n, d) each (what the probes read too)."""
         batch, n, dim = x.shape
-        q, k, v = self.qkv(x).view(batch, n, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
-        q = q * scale.view(batch, 1, 1, 1)  # lambda(n) replaces 1/sqrt(d)
-        o = F.scaled_dot_product_attention(q, k, v, scale=1.0)  # (B, H, n, d)
+        return self.qkv(x).view(batch, n, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+
+    def forward(self, x: torch.Tensor, attention: Attention, ctx: AttentionContext) -> torch.Tensor:
+        batch, n, dim = x.shape
+        o = attention(*self.heads_of(x), ctx)  # (B, H, n, d)
         return self.out(o.transpose(1, 2).reshape(batch, n, dim))
 
 
@@ -94,8 +73,8 @@ class EncoderLayer(nn.Module):
         self.ff = nn.Sequential(nn.Linear(config.dim, config.ff_hidden), nn.ReLU(), nn.Linear(config.ff_hidden, config.dim))
         self.norm2 = nn.LayerNorm(config.dim)
 
-    def forward(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-        x = self.norm1(x + self.attention(x, scale))
+    def forward(self, x: torch.Tensor, attention: Attention, ctx: AttentionContext) -> torch.Tensor:
+        x = self.norm1(x + self.attention(x, attention, ctx))
         return self.norm2(x + self.ff(x))
 
 
@@ -126,14 +105,14 @@ class Decoder(nn.Module):
         split = lambda t: t.view(batch, n, heads, dim // heads).transpose(1, 2)  # noqa: E731
         return DecoderCache(nodes, self.project_graph(nodes.mean(1)), split(gk), split(gv), lk.contiguous())
 
-    def step(self, cache: DecoderCache, state, scale: torch.Tensor) -> torch.Tensor:
+    def step(self, cache: DecoderCache, state, attention: Attention, ctx: AttentionContext) -> torch.Tensor:
         """Log-probabilities (B, n) of the next action; -inf where the state forbids it."""
         batch, n, dim = cache.nodes.shape
         heads = self.config.heads
         mask = state.mask()  # (B, n) True = not allowed
         query = cache.graph + self.step_context(state, cache.nodes)  # (B, D)
-        q = query.view(batch, heads, 1, dim // heads) * scale.view(batch, 1, 1, 1)
-        glimpse = F.scaled_dot_product_attention(q, cache.glimpse_k, cache.glimpse_v, attn_mask=~mask[:, None, None, :], scale=1.0)
+        q = query.view(batch, heads, 1, dim // heads)
+        glimpse = attention(q, cache.glimpse_k, cache.glimpse_v, ctx, allowed=~mask[:, None, None, :])
         glimpse = self.project_out(glimpse.reshape(batch, dim))
         logits = torch.bmm(cache.logit_k, glimpse[:, :, None])[..., 0] / math.sqrt(dim)
         logits = self.config.tanh_clip * torch.tanh(logits)
@@ -143,12 +122,12 @@ class Decoder(nn.Module):
 class AttentionModel(nn.Module):
     """Encoder-decoder policy for any problem of `eie.problems`."""
 
-    def __init__(self, problem, scale: AttentionScale, config: ModelConfig = ModelConfig()):
+    def __init__(self, problem, attention: Attention, config: ModelConfig = ModelConfig()):
         super().__init__()
-        if scale.rule.d != config.head_dim:
-            raise ValueError(f"the scaling rule is for head size d={scale.rule.d}, the model has d={config.head_dim}")
+        if attention.d != config.head_dim:
+            raise ValueError(f"the attention is for head size d={attention.d}, the model has d={config.head_dim}")
         self.problem = problem
-        self.scale = scale
+        self.attention = attention
         self.config = config
         self.embed = problem.make_node_embedding(config.dim)
         self.encoder = nn.ModuleList(EncoderLayer(config) for _ in range(config.layers))
@@ -156,21 +135,23 @@ class AttentionModel(nn.Module):
         # A second decision per step, after the pointer (bin packing's placement), when the problem has one.
         self.action_head = problem.make_action_head(config.dim) if hasattr(problem, "make_action_head") else None
 
+    def encoder_context(self, instance: dict, layer: int, batch: int, device) -> AttentionContext:
+        n = torch.full((batch,), float(self.problem.size(instance)), device=device)
+        return AttentionContext("encoder", layer, n, self.problem.positions(instance))
+
     def encode(self, instance: dict) -> torch.Tensor:
         x = self.embed(instance)
-        n = torch.full((x.shape[0],), float(self.problem.size(instance)), device=x.device)
-        scale = self.scale("encoder", n)
-        for layer in self.encoder:
-            x = layer(x, scale)
+        for i, layer in enumerate(self.encoder):
+            x = layer(x, self.attention, self.encoder_context(instance, i, x.shape[0], x.device))
         return x
 
-    def glimpse_scale(self, instance: dict, state) -> torch.Tensor:
+    def glimpse_context(self, instance: dict, state) -> AttentionContext:
         mask = state.mask()
-        if self.scale.n_mode == "unmasked":
+        if self.attention.n_mode == "unmasked":
             n = (~mask).sum(1).clamp(min=1).to(torch.float32)
         else:
             n = torch.full((mask.shape[0],), float(self.problem.size(instance)), device=mask.device)
-        return self.scale("glimpse", n)
+        return AttentionContext("glimpse", 0, n, self.problem.positions(instance))
 
     def rollout(self, instance: dict, decode: str = "greedy", generator: torch.Generator | None = None,
                 recompute_each_step: bool = False):
@@ -185,12 +166,12 @@ class AttentionModel(nn.Module):
         cache = self.decoder.precompute(nodes)
         state = self.problem.initial_state(instance)
         log_likelihood = torch.zeros(nodes.shape[0], device=nodes.device)
-        fixed_scale = None if self.scale.n_mode == "unmasked" else self.glimpse_scale(instance, state)
+        fixed = None if self.attention.n_mode == "unmasked" else self.glimpse_context(instance, state)
         while not state.done:
             if recompute_each_step:
                 cache = self.decoder.precompute(nodes)
-            scale = fixed_scale if fixed_scale is not None else self.glimpse_scale(instance, state)
-            log_p = self.decoder.step(cache, state, scale)
+            ctx = fixed if fixed is not None else self.glimpse_context(instance, state)
+            log_p = self.decoder.step(cache, state, self.attention, ctx)
             if decode == "greedy":
                 action = log_p.argmax(dim=1)
             else:
@@ -206,4 +187,5 @@ class AttentionModel(nn.Module):
         """Log-probabilities of the first action (for equivariance checks)."""
         nodes = self.encode(instance)
         state = self.problem.initial_state(instance)
-        return self.decoder.step(self.decoder.precompute(nodes), state, self.glimpse_scale(instance, state))
+        return self.decoder.step(self.decoder.precompute(nodes), state, self.attention,
+                                 self.glimpse_context(instance, state))

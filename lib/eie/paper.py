@@ -61,17 +61,6 @@ PAPER_CVRP = {
 # Table 4: CVRP inference time in hours against n (the paper's test sets; EIE said to add 0.02 s).
 PAPER_CVRP_TIME_H = {200: 0.17, 400: 0.54, 800: 2.18, 1600: 8.18}
 
-METHOD_LABELS = {
-    "inv_sqrt_d": "1/sqrt(d)",
-    "ln_d": "ln(n)/d",
-    "ln_sqrt_d": "ln(n)/sqrt(d)",
-    "log_N": "log_N(n)/sqrt(d)",
-    "ssmax": "ln(n+1)/sqrt(d)",
-    "eie": "EIE",
-    "exact": "exact lambda*",
-}
-
-
 def paper_table(rows: dict):
     """A paper table as mean (std) strings, methods by n."""
     import pandas as pd

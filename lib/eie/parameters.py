@@ -11,6 +11,13 @@ which checks every parameter the notebook declares (`NOTEBOOK_PARAMETERS`), norm
 safe normal form (mapping keys "10" -> 10, 5.0 -> 5 for integers) and raises one `ValueError` that
 names every bad parameter, what it must be, and a valid value to pass. Names the notebook does not
 declare (a preset file's values for other notebooks) are left alone.
+
+A preset file gives one notebook its own values under `per_notebook` (papermill injects it as one
+more parameter; the check applies the entry of its own notebook over the shared values):
+
+    batch_size: 256
+    per_notebook:
+      05_train_bpp: {batch_size: 64}
 """
 
 from __future__ import annotations
@@ -18,11 +25,9 @@ from __future__ import annotations
 import math
 import numbers
 
-from .evaluation import TRAINING_FREE
-from .model import N_MODES, SITES
+from . import methods
+from .attention import N_MODES, SITES
 from .paths import check_run_name
-from .scaling import RULE_KEYS
-from .training import TRAINABLE_RULES
 
 
 class Invalid(ValueError):
@@ -94,6 +99,18 @@ def one_of(*options) -> Check:
     return Check(f"one of {', '.join(map(repr, options))}", options[0], convert)
 
 
+def method_key(trained: bool | None, exclude=()) -> Check:
+    """A key of the method registry (read when checked, so methods registered later count)."""
+    def convert(value):
+        if value not in methods.keys(trained) or value in exclude:
+            raise Invalid("not a registered method of this kind")
+        return value
+
+    kind = {True: "a trained method", False: "a test-time method", None: "a method"}[trained]
+    return Check(f"{kind} of eie.methods (e.g. {', '.join(k for k in methods.keys(trained) if k not in exclude)})",
+                 None, convert)
+
+
 def optional(check: Check) -> Check:
     return Check(f"None or {check.description}", check.example, lambda v: None if v is None else check(v))
 
@@ -163,8 +180,8 @@ SETTINGS = list_of(list_of(integer(1), [16, 100, 1600], length=3), [[16, 100, 16
 # What every training notebook (03-05) shares.
 TRAINING = {
     "n_train": integer(2, 20), "n_max": integer(3, 160),
-    "rules": list_of(one_of(*TRAINABLE_RULES), ["inv_sqrt_d"], unique=True),
-    "training_free": list_of(one_of(*TRAINING_FREE), ["eie"], nonempty=False, unique=True),
+    "rules": list_of(method_key(trained=True), ["inv_sqrt_d"], unique=True),
+    "training_free": list_of(method_key(trained=False), ["eie"], nonempty=False, unique=True),
     "seeds": SEEDS, "epochs": integer(1, 4), "steps_per_epoch": integer(1, 10), "batch_size": integer(1, 64),
     "max_grad_norm": number(above=0, example=1.0), "baseline_eval_size": integer(2, 256),
     "lr_decay_on_p": flag(), "sites": list_of(one_of(*SITES), list(SITES), unique=True), "n_mode": one_of(*N_MODES),
@@ -174,8 +191,8 @@ TRAINING = {
 
 NOTEBOOK_PARAMETERS = {
     "01_entropy_analysis": {
-        "settings": SETTINGS, "rules": list_of(one_of(*(k for k in RULE_KEYS if k not in ("eie", "exact"))),
-                                               ["inv_sqrt_d"], unique=True),
+        "settings": SETTINGS, "rules": list_of(method_key(None, exclude=("eie", "exact")), ["inv_sqrt_d"],
+                                               unique=True),
         "samples": integer(64, 2048), "curve_points": integer(2, 30), "eq21_samples": integer(2, 16),
         "eq21_heads": integer(1, 8), "seed": integer(0), "run": RUN},
     "02_fit_eie": {
@@ -231,10 +248,11 @@ def _across(notebook: str, values: dict) -> list[str]:
         if missing:
             problems.append(f"lr_by_capacity has no learning rate for capacities {missing}; add them, e.g. "
                             f"-y 'lr_by_capacity: {_flow({**values['lr_by_capacity'], missing[0]: 5e-5})}'")
-    if values.get("training_free") and "rules" in values and "inv_sqrt_d" not in values["rules"]:
-        problems.append(f"training_free = {values['training_free']} is applied to the model trained with "
-                        "'inv_sqrt_d', which rules does not include: add 'inv_sqrt_d' to rules or set "
-                        "training_free = []")
+    for key in values.get("training_free", []):
+        base = methods.get(key).applied_to
+        if "rules" in values and base not in values["rules"]:
+            problems.append(f"training_free: {key!r} is applied to the model trained with {base!r}, which rules "
+                            f"does not include: add {base!r} to rules or drop {key!r}")
     return problems
 
 
@@ -245,6 +263,15 @@ def check_parameters(notebook: str, values: dict) -> dict:
     be and a valid example."""
     if notebook not in NOTEBOOK_PARAMETERS:
         raise ValueError(f"unknown notebook {notebook!r}; choose from {', '.join(NOTEBOOK_PARAMETERS)}")
+    per_notebook = values.get("per_notebook", {})
+    if not isinstance(per_notebook, dict) or not all(isinstance(v, dict) for v in per_notebook.values()):
+        raise ValueError(f"notebook {notebook}: per_notebook must map notebook names to their values, e.g. "
+                         f"per_notebook: {{05_train_bpp: {{batch_size: 64}}}}; got {per_notebook!r}")
+    unknown = sorted(set(per_notebook) - set(NOTEBOOK_PARAMETERS))
+    if unknown:
+        raise ValueError(f"notebook {notebook}: per_notebook names unknown notebooks {unknown}; "
+                         f"choose from {', '.join(NOTEBOOK_PARAMETERS)}")
+    values = {**values, **per_notebook.get(notebook, {})}
     checked, problems = {}, []
     for name, check in NOTEBOOK_PARAMETERS[notebook].items():
         if name not in values:

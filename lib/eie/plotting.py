@@ -5,20 +5,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import seaborn as sns
 
+from . import methods
 from .paths import figures_dir
-
-# One colour per scaling rule, the same in every figure.
-RULE_COLOURS = {
-    "inv_sqrt_d": "#4c72b0",
-    "ln_sqrt_d": "#8172b3",
-    "ln_d": "#dd8452",
-    "log_N": "#937860",
-    "ssmax": "#da8bc3",
-    "eie": "#c44e52",
-    "exact": "#222222",
-}
-RULE_STYLES = {"exact": "--", "eie": "-", "ssmax": ":"}
-
 
 def apply_style() -> None:
     sns.set_theme(context="notebook", style="whitegrid", palette="deep")
@@ -26,7 +14,8 @@ def apply_style() -> None:
 
 
 def rule_kwargs(key: str) -> dict:
-    return {"color": RULE_COLOURS.get(key), "linestyle": RULE_STYLES.get(key, "-")}
+    """Colour and line style of a method (`eie.methods`), the same in every figure."""
+    return methods.style(key)
 
 
 def save_figure(fig, name: str, run: str = "default"):
@@ -70,7 +59,7 @@ def draw_packing(ax, placements, length: int, width: int, title: str = "") -> No
     ax.set_box_aspect((length, width, top))
 
 
-def extrapolation_figure(results, ylabel: str, labels: dict, reference_label: str = "reference"):
+def extrapolation_figure(results, ylabel: str, reference_label: str = "reference"):
     """One problem's extrapolation at a glance: a column per setting (capacity, bin); on top the
     mean objective against n for each method, its standard deviation over seeds as a band, the
     reference solver dashed; below, the gap to the reference (%). `results` has the columns of
@@ -82,16 +71,16 @@ def extrapolation_figure(results, ylabel: str, labels: dict, reference_label: st
     for column, setting in enumerate(settings):
         part = results[results.setting == setting]
         lengths = sorted(part.n.unique())
-        methods = list(dict.fromkeys(part.method[part.method != "reference"]))
+        shown = list(dict.fromkeys(part.method[part.method != "reference"]))
         for row, value in enumerate(("objective", "gap_pct")):
             ax = axes[row, column]
             stats = part[part.method != "reference"].groupby(["method", "n"], sort=False)[value].agg(["mean", "std"])
-            for method in methods:
+            for method in shown:
                 s = stats.loc[method].reindex(lengths)
-                ax.plot(s.index, s["mean"], marker="o", label=labels.get(method, method), **rule_kwargs(method))
+                ax.plot(s.index, s["mean"], marker="o", label=methods.label(method), **rule_kwargs(method))
                 spread = s["std"].fillna(0).to_numpy()
                 ax.fill_between(s.index, s["mean"] - spread, s["mean"] + spread, alpha=0.15,
-                                color=RULE_COLOURS.get(method))
+                                color=rule_kwargs(method)["color"])
             if value == "objective":
                 reference = part[part.method == "reference"].set_index("n").objective.reindex(lengths)
                 if np.isfinite(reference.to_numpy(dtype=float)).any():

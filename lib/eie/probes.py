@@ -12,7 +12,8 @@ These probes measure, on a trained model and real instances:
 - `gaussian_row_entropy`: the entropy a row would have if its logits were i.i.d. normal with the
   measured spread (separates "the logits are Gaussian" from "q and k are standard normal");
 - `permutation_check`: Theorem 1 on a trained model (permuting the nodes permutes the encoder
-  output and the first-step probabilities, and leaves the greedy cost unchanged).
+  output and the first-step probabilities, and leaves the greedy cost unchanged), with each
+  problem's own node permutation (`Problem.permute`).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ import torch
 from scipy import stats
 
 from .entropy import softmax_entropy
-from .evaluation import greedy_costs, scale_applied
+from .evaluation import greedy_costs, method_applied
+from .methods import BoundMethod
 from .model import AttentionModel
-from .scaling import ScalingRule
 
 
 @dataclass
@@ -39,22 +40,21 @@ class EncoderProbe:
 
 
 @torch.no_grad()
-def probe_encoder(model: AttentionModel, instance: dict, rule: ScalingRule | None = None) -> EncoderProbe:
-    """Run the encoder on `instance` with `rule` injected (None: the model's own) and record each layer."""
+def probe_encoder(model: AttentionModel, instance: dict, method: BoundMethod | None = None) -> EncoderProbe:
+    """Run the encoder on `instance` with `method` applied (None: the model's own attention) and
+    record each layer; the logits are the attention seam's own (`Attention.logits`)."""
     model.eval()
     inputs, entropies, spreads = [], [], []
-    with scale_applied(model, rule):
+    with method_applied(model, method):
         x = model.embed(instance)
-        batch, n, dim = x.shape
-        scale = model.scale("encoder", torch.full((batch,), float(n), device=x.device))
-        for layer in model.encoder:
-            attention = layer.attention
-            q, k, _ = attention.qkv(x).view(batch, n, 3, attention.heads, dim // attention.heads).permute(2, 0, 3, 1, 4)
-            logits = scale.view(batch, 1, 1, 1) * q @ k.transpose(-1, -2)  # (B, H, n, n)
+        for i, layer in enumerate(model.encoder):
+            ctx = model.encoder_context(instance, i, x.shape[0], x.device)
+            q, k, _ = layer.attention.heads_of(x)
+            logits = model.attention.logits(q, k, ctx)  # (B, H, n, n)
             inputs.append(x.cpu())
             entropies.append(softmax_entropy(logits).cpu())
             spreads.append(logits.std(dim=-1).cpu())
-            x = layer(x, scale)
+            x = layer(x, model.attention, ctx)
     return EncoderProbe(inputs, entropies, spreads)
 
 
@@ -105,26 +105,18 @@ def gaussian_row_entropy(n: int, spread: torch.Tensor, seed: int = 0) -> float:
     return total / rows
 
 
-def permute_nodes(instance: dict, permutation: torch.Tensor) -> dict:
-    """The instance with its nodes reordered: every tensor whose second axis runs over the n nodes."""
-    n = len(permutation)
-    return {key: value[:, permutation] if value.dim() >= 2 and value.shape[1] == n else value
-            for key, value in instance.items()}
-
-
 @torch.no_grad()
-def permutation_check(model: AttentionModel, instance: dict, rule: ScalingRule | None = None,
+def permutation_check(model: AttentionModel, instance: dict, method: BoundMethod | None = None,
                       seed: int = 0) -> dict:
     """Theorem 1 on `model`: largest absolute differences between f(pi X) and pi f(X) for the
-    encoder output and the first-step log-probabilities, and between the greedy costs."""
+    encoder output and the first-step log-probabilities, and between the greedy costs, with the
+    problem's own permutation of its interchangeable nodes (`Problem.permute`; CVRP keeps its depot)."""
     model.eval()
-    n = model.problem.size(instance)
-    permutation = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).to(
-        next(iter(instance.values())).device)
-    permuted = permute_nodes(instance, permutation)
-    with scale_applied(model, rule):
-        encoded = (model.encode(instance)[:, permutation] - model.encode(permuted)).abs().max()
-        first = model.first_step_log_probs(instance)[:, permutation] - model.first_step_log_probs(permuted)
+    permuted, order = model.problem.permute(instance, torch.Generator().manual_seed(seed))
+    order = order.to(next(iter(instance.values())).device)
+    with method_applied(model, method):
+        encoded = (model.encode(instance)[:, order] - model.encode(permuted)).abs().max()
+        first = model.first_step_log_probs(instance)[:, order] - model.first_step_log_probs(permuted)
         first = first[torch.isfinite(first)].abs().max()
-    costs = (greedy_costs(model, instance, rule) - greedy_costs(model, permuted, rule)).abs().max()
+    costs = (greedy_costs(model, instance, method) - greedy_costs(model, permuted, method)).abs().max()
     return {"encoder": float(encoded), "first_step_log_p": float(first), "greedy_cost": float(costs)}

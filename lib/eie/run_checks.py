@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .evaluation import TRAINING_FREE
+from . import methods
 
 
 class RunCheckFailed(AssertionError):
@@ -60,14 +60,18 @@ def check_extrapolation(results: pd.DataFrame, n_train: int, reference: str = "t
              f"{' x ' + str(len(models.setting.unique())) + ' settings' if models.setting.nunique() > 1 else ''}"
              f" evaluated at n = {lengths}; every objective finite"]
     at_train = models[models.n == n_train].set_index(["setting", "method", "seed"]).objective
-    free = [m for m in TRAINING_FREE if m in set(models.method)]
-    if free and "inv_sqrt_d" in set(models.method):
-        base = at_train.xs("inv_sqrt_d", level="method")
-        for method in free:
-            same = np.allclose(at_train.xs(method, level="method").loc[base.index], base, rtol=1e-6, atol=0)
-            _require(same, f"{method} differs from the 1/sqrt(d) model at the training length n = {n_train}, where "
-                           "its scale is 1/sqrt(d): the rule or the evaluation is broken")
-        lines.append(f"{', '.join(free)} reproduce the 1/sqrt(d) model exactly at n = N = {n_train}")
+    present = set(models.method)
+    free = [m for m in present if m in methods.keys(trained=False) and methods.get(m).applied_to in present]
+    for method in sorted(free, key=list(dict.fromkeys(models.method)).index):
+        base_key = methods.get(method).applied_to
+        base = at_train.xs(base_key, level="method")
+        same = np.allclose(at_train.xs(method, level="method").loc[base.index], base, rtol=1e-6, atol=0)
+        _require(same, f"{method} differs from the {base_key} model it is applied to at the training length "
+                       f"n = {n_train}, where a test-time method must equal it: the method or the evaluation is broken")
+    if free:
+        bases = sorted({methods.get(m).applied_to for m in free})
+        lines.append(f"{', '.join(sorted(free, key=list(dict.fromkeys(models.method)).index))} reproduce the "
+                     f"{', '.join(methods.label(b) for b in bases)} model exactly at n = N = {n_train}")
     gaps = models[models.n == n_train].gap_pct.dropna()
     if max_gap_pct is not None and gaps.empty:
         lines.append(f"no instance solved by {reference}: the gap bound was not checked")

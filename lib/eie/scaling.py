@@ -1,17 +1,14 @@
-"""Attention scaling rules: one interface, n -> lambda(n), used by every model and notebook.
+"""Attention scaling rules: n -> lambda(n), and the exact entropy-invariant lambda*.
 
-| key          | lambda(n)              | source                                  | retrain? |
-|--------------|------------------------|-----------------------------------------|----------|
-| `inv_sqrt_d` | 1/sqrt(d)              | Vaswani et al.                          | -        |
-| `ln_sqrt_d`  | ln(n)/sqrt(d)          | Chiang & Cholak (2022)                  | yes      |
-| `ln_d`       | ln(n)/d                | Su (2021)                               | yes      |
-| `log_N`      | log_N(n)/sqrt(d)       | calibrated log rule (= 1/sqrt(d) at N)  | no       |
-| `ssmax`      | log(n+1)/sqrt(d)       | Scalable-Softmax as PENS uses it        | yes      |
-| `eie`        | the fitted EIE net     | the EIE paper                           | no       |
-| `exact`      | lambda*(n), tabulated  | H(n, lambda) = H(N, 1/sqrt(d)) solved   | no       |
+    1/sqrt(d)            `inv_sqrt_d`   Vaswani et al.
+    ln(n)/sqrt(d)        `ln_sqrt_d`    Chiang & Cholak (2022)
+    ln(n)/d              `ln_d`         Su (2021)
+    log_N(n)/sqrt(d)     `log_N`        calibrated log rule (= 1/sqrt(d) at N)
+    ln(n+1)/sqrt(d)      `ssmax`        Scalable-Softmax as PENS uses it
+    the fitted EIE net   `eie`          the EIE paper
+    lambda*(n)           `exact`        H(n, lambda) = H(N, 1/sqrt(d)) solved (`solve_exact`), tabulated
 
-"retrain?": the rule changes the scale at the training length N, so a model must be trained with
-it; the others equal 1/sqrt(d) at n = N and reuse the model trained with 1/sqrt(d).
+Names, colours and which rule needs a model of its own are declared once, in `eie.methods`.
 
 Rules accept an int, a float, a NumPy array or a torch tensor and answer in kind (a tensor keeps its
 device), so a model can hand them a per-instance n. `eie` and `exact` are entropy-invariance rules
@@ -50,10 +47,8 @@ class ScalingRule:
     """A named map n -> lambda(n) for head size d."""
 
     key: str
-    label: str  # for plots and tables (matplotlib mathtext)
     d: int
     formula: Callable
-    trained_with_rule: bool  # True when the model must be trained with this rule
 
     def __call__(self, n):
         check_n(n)
@@ -67,17 +62,17 @@ def inv_sqrt_d(d: int) -> ScalingRule:
     def formula(n):
         return torch.full_like(n, c) if torch.is_tensor(n) else np.full_like(n, c) if np.ndim(n) else c
 
-    return ScalingRule("inv_sqrt_d", r"$1/\sqrt{d}$", d, formula, trained_with_rule=False)
+    return ScalingRule("inv_sqrt_d", d, formula)
 
 
 def ln_sqrt_d(d: int) -> ScalingRule:
     d = check_d(d)
-    return ScalingRule("ln_sqrt_d", r"$\ln n/\sqrt{d}$", d, lambda n: _log(n) / math.sqrt(d), trained_with_rule=True)
+    return ScalingRule("ln_sqrt_d", d, lambda n: _log(n) / math.sqrt(d))
 
 
 def ln_d(d: int) -> ScalingRule:
     d = check_d(d)
-    return ScalingRule("ln_d", r"$\ln n/d$", d, lambda n: _log(n) / d, trained_with_rule=True)
+    return ScalingRule("ln_d", d, lambda n: _log(n) / d)
 
 
 def log_N(d: int, N: int) -> ScalingRule:
@@ -85,12 +80,12 @@ def log_N(d: int, N: int) -> ScalingRule:
     check_lengths(N, N + 1)
     if N < 2:
         raise ValueError(f"the calibrated log rule log_N(n)/sqrt(d) needs a training length N >= 2 (log base N), got N={N}")
-    return ScalingRule("log_N", r"$\log_N n/\sqrt{d}$", d, lambda n: _log(n) / math.log(N) / math.sqrt(d), trained_with_rule=False)
+    return ScalingRule("log_N", d, lambda n: _log(n) / math.log(N) / math.sqrt(d))
 
 
 def ssmax(d: int) -> ScalingRule:
     d = check_d(d)
-    return ScalingRule("ssmax", r"$\ln(n+1)/\sqrt{d}$", d, lambda n: _log(n + 1) / math.sqrt(d), trained_with_rule=True)
+    return ScalingRule("ssmax", d, lambda n: _log(n + 1) / math.sqrt(d))
 
 
 def eie(net) -> ScalingRule:
@@ -105,7 +100,7 @@ def eie(net) -> ScalingRule:
             lam = net(torch.as_tensor(np.maximum(n, c.N), dtype=torch.float64)).numpy()
             return lam if np.ndim(n) else float(lam)
 
-    return ScalingRule("eie", "EIE", c.d, formula, trained_with_rule=False)
+    return ScalingRule("eie", c.d, formula)
 
 
 @dataclass(frozen=True)
@@ -239,36 +234,4 @@ def exact(table: ExactTable) -> ScalingRule:
             return torch.as_tensor(lam, dtype=n.dtype, device=n.device)
         return lam if np.ndim(n) else float(lam)
 
-    return ScalingRule("exact", r"exact $\lambda^*$", table.d, formula, trained_with_rule=False)
-
-
-RULE_KEYS = ("inv_sqrt_d", "ln_sqrt_d", "ln_d", "log_N", "ssmax", "eie", "exact")
-
-
-def make_rule(key: str, d: int, N: int | None = None, net=None, table: ExactTable | None = None) -> ScalingRule:
-    """A rule by key; `log_N` needs N, `eie` a fitted net, `exact` a table."""
-    if key == "inv_sqrt_d":
-        return inv_sqrt_d(d)
-    if key == "ln_sqrt_d":
-        return ln_sqrt_d(d)
-    if key == "ln_d":
-        return ln_d(d)
-    if key == "ssmax":
-        return ssmax(d)
-    if key == "log_N":
-        if N is None:
-            raise ValueError("the calibrated log rule 'log_N' needs the training length N")
-        return log_N(d, N)
-    if key == "eie":
-        if net is None:
-            raise ValueError("the 'eie' rule needs a fitted net: eie.eie_net.load_eie_net(path, d=d)")
-        if net.config.d != d:
-            raise ValueError(f"the EIE net was fitted for d={net.config.d}, not d={d}")
-        return eie(net)
-    if key == "exact":
-        if table is None:
-            raise ValueError("the 'exact' rule needs a lambda* table: eie.scaling.ExactTable.load(path, d=d)")
-        if table.d != d:
-            raise ValueError(f"the lambda* table is for d={table.d}, not d={d}")
-        return exact(table)
-    raise ValueError(f"unknown scaling rule {key!r}; choose from {', '.join(RULE_KEYS)}")
+    return ScalingRule("exact", table.d, formula)

@@ -15,10 +15,12 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from . import methods as registry
 from . import scaling
 from .eie_net import fit_eie, load_eie_net, save_eie_net
 from .evaluation import (extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds,
-                         reference_costs, trained_rule_for)
+                         reference_costs)
+from .methods import BoundMethod
 from .paths import eie_net_path, exact_table_path, results_dir
 from .training import TrainConfig, export_policy, load_trained, resolve_device, train
 
@@ -50,10 +52,32 @@ def describe_scales(net, table, d: int, N: int, N_max: int) -> str:
     """The EIE and exact lambda at the tables' lengths n = N * 2^k, one line each (what the
     training notebooks print after `ensure_scales`)."""
     lines = ["lambda at n = N * 2^k:"]
-    exact = method_rule("exact", d, N, net, table)
+    exact = registry.get("exact").rule(d, N=N, table=table)
     for n in extrapolation_lengths(N, N_max):
         lines.append(f"  n = {n:5d}: EIE {float(net(float(n)).detach()):.3f}, exact {exact(n):.3f}")
     return "\n".join(lines)
+
+
+def training_setups(notebook: str, params: dict) -> list[dict]:
+    """The models a training notebook trains, one entry per problem setting (a capacity, a bin):
+    {"setting": its label in the tables ("" for TSP, "C10", "120x100"), "tag": the checkpoint-name
+    tag, "config": the `TrainConfig` fields}. `params` are the notebook's checked parameters; the
+    notebooks and `eie.worker` both build their training from here, so a preset trains the same
+    models whichever runs it."""
+    common = {key: params[key] for key in ("n_train", "epochs", "steps_per_epoch", "batch_size", "max_grad_norm",
+                                           "baseline_eval_size", "lr_decay_on_p", "n_mode")}
+    common["sites"] = tuple(params["sites"])
+    if notebook == "03_train_tsp":
+        return [{"setting": "", "tag": "", "config": {"problem": "tsp", "lr": params["lr"], **common}}]
+    if notebook == "04_train_cvrp":
+        return [{"setting": f"C{c}", "tag": f"_C{c}", "config": {
+            "problem": "cvrp", "problem_options": {"capacity": c, "size_counts_depot": params["size_counts_depot"]},
+            "lr": params["lr_by_capacity"][c], **common}} for c in params["capacities"]]
+    if notebook == "05_train_bpp":
+        return [{"setting": f"{length}x{width}", "tag": f"_{length}x{width}", "config": {
+            "problem": "bpp", "problem_options": {"length": length, "width": width}, "lr": params["lr"], **common}}
+            for length, width in params["bins"]]
+    raise ValueError(f"{notebook!r} is not a training notebook; choose from 03_train_tsp, 04_train_cvrp, 05_train_bpp")
 
 
 def train_models(rules, seeds, run: str = "default", device: str = "auto", progress: bool = True, tag: str = "",
@@ -93,14 +117,17 @@ def load_policies(names, run: str = "default", device: str = "cpu") -> dict:
     return {name: load_trained(folder / f"{name}.pt", device) for name in names}
 
 
-def method_rule(method: str, d: int, N: int, net, table) -> scaling.ScalingRule:
-    return scaling.make_rule(method, d, N=N, net=net, table=table)
+def bind_methods(method_keys, d: int, N: int, net=None, table=None) -> list[BoundMethod]:
+    """The registered methods `method_keys` ready to evaluate: rules built for head size d, training
+    length N, the fitted EIE net and the lambda* table (`eie.methods.bind`)."""
+    return registry.bind(method_keys, d, N, net=net, table=table)
 
 
-def evaluate(models: dict, methods, n_train: int, n_max: int, net, table, test_size: int, setting: str = "",
+def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int, test_size: int, setting: str = "",
              test_seed: int = 1234, reference_size: int = 32, reference_options: dict | None = None,
              chunk: int = 256, device: str = "auto", progress: bool = True):
-    """Every method on the fixed test sets at n = N * 2^k <= n_max.
+    """Every method (`bind_methods`) on the fixed test sets at n = N * 2^k <= n_max; each runs on
+    `models[(method.model_key, seed)]` for every seed of `models`.
 
     `objective` is the cost (tour length, distance), or for a problem with `maximise = True` (bin
     packing) minus the cost (the load rate); `gap_pct` is positive where the method is worse than the
@@ -109,7 +136,7 @@ def evaluate(models: dict, methods, n_train: int, n_max: int, net, table, test_s
     """
     device = resolve_device(device)
     any_model = next(iter(models.values()))
-    problem, d = any_model.problem, any_model.config.head_dim
+    problem = any_model.problem
     sign = -1.0 if getattr(problem, "maximise", False) else 1.0  # objective = sign * cost
     seeds = sorted({seed for _, seed in models})
     lengths = extrapolation_lengths(n_train, n_max)
@@ -125,12 +152,12 @@ def evaluate(models: dict, methods, n_train: int, n_max: int, net, table, test_s
         bar.update()
         for seed in seeds:
             for method in methods:
-                model = models[(trained_rule_for(method), seed)].to(device)
-                costs = greedy_costs(model, instances, method_rule(method, d, n_train, net, table), chunk=chunk)
+                model = models[(method.model_key, seed)].to(device)
+                costs = greedy_costs(model, instances, method, chunk=chunk)
                 objective = sign * costs.cpu().numpy()
-                per_instance[(method, seed, n)] = objective
+                per_instance[(method.key, seed, n)] = objective
                 gap = 100 * sign * (objective[:k].mean() / reference.mean() - 1) if k > 0 else float("nan")
-                rows.append({"problem": problem.name, "setting": setting, "method": method, "seed": seed, "n": n,
+                rows.append({"problem": problem.name, "setting": setting, "method": method.key, "seed": seed, "n": n,
                              "objective": float(objective.mean()), "gap_pct": float(gap)})
                 bar.update()
         rows.append({"problem": problem.name, "setting": setting, "method": "reference", "seed": -1, "n": n,
@@ -139,21 +166,21 @@ def evaluate(models: dict, methods, n_train: int, n_max: int, net, table, test_s
     return pd.DataFrame(rows, columns=RESULT_COLUMNS), per_instance, references
 
 
-def inference_times(model, methods, n_train: int, n_max: int, net, table, size: int, test_seed: int = 1234,
+def inference_times(model, methods: list[BoundMethod], n_train: int, n_max: int, size: int, test_seed: int = 1234,
                     repeats: int = 3, chunk: int = 256, device: str = "auto", progress: bool = True) -> pd.DataFrame:
     """Table 4: median seconds to decode `size` test instances greedily at each n with each method,
     all on the same model and instances, measured in one run (columns n, method, instances,
     seconds, seconds_per_instance)."""
     device = resolve_device(device)
     model = model.to(device)
-    problem, d = model.problem, model.config.head_dim
+    problem = model.problem
     rows = []
     lengths = extrapolation_lengths(n_train, n_max)
     for n in tqdm(lengths, desc="inference time", disable=not progress):
         instances = fixed_test_set(problem, n, size, test_seed, device)
         for method in methods:
-            seconds = inference_seconds(model, instances, method_rule(method, d, n_train, net, table), chunk, repeats)
-            rows.append({"n": n, "method": method, "instances": size, "seconds": seconds,
+            seconds = inference_seconds(model, instances, method, chunk, repeats)
+            rows.append({"n": n, "method": method.key, "instances": size, "seconds": seconds,
                          "seconds_per_instance": seconds / size})
     return pd.DataFrame(rows)
 

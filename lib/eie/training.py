@@ -28,11 +28,10 @@ from tqdm import tqdm
 
 from .evaluation import greedy_costs
 from .files import exclusive, load_tensors, remove_stale_temporaries, save_atomic
-from .model import AttentionModel, AttentionScale, ModelConfig
+from . import methods
+from .model import AttentionModel, ModelConfig
 from .problems import make_problem
-from .scaling import make_rule
 
-TRAINABLE_RULES = ("inv_sqrt_d", "ln_d", "ln_sqrt_d", "log_N", "ssmax")
 CHECKPOINT_FORMAT = "eie-train/1"
 
 
@@ -56,9 +55,10 @@ class TrainConfig:
     model: ModelConfig = ModelConfig()
 
     def __post_init__(self):
-        if self.rule not in TRAINABLE_RULES:
-            raise ValueError(f"models are trained with one of {TRAINABLE_RULES}, got {self.rule!r} "
-                             "(EIE and the exact rule are applied to a model trained with 'inv_sqrt_d')")
+        if self.rule not in methods.keys(trained=True):
+            applied = f" ({self.rule!r} is applied at test time to the model trained with " \
+                      f"{methods.get(self.rule).applied_to!r})" if self.rule in methods.keys() else ""
+            raise ValueError(f"models are trained with one of {methods.keys(trained=True)}, got {self.rule!r}{applied}")
         for name in ("n_train", "epochs", "steps_per_epoch", "batch_size", "baseline_eval_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -75,9 +75,9 @@ class TrainConfig:
 
 def build_model(config: TrainConfig, device="cpu") -> AttentionModel:
     problem = make_problem(config.problem, **config.problem_options)
-    rule = make_rule(config.rule, config.model.head_dim, N=config.n_train)
-    scale = AttentionScale(rule, sites=config.sites, n_mode=config.n_mode)
-    return AttentionModel(problem, scale, config.model).to(device)
+    attention = methods.get(config.rule).build(config.model.head_dim, N=config.n_train, sites=config.sites,
+                                               n_mode=config.n_mode)
+    return AttentionModel(problem, attention, config.model).to(device)
 
 
 def resolve_device(device: str = "auto") -> torch.device:

@@ -37,6 +37,16 @@ class Problem(Protocol):
         """The problem size n the scaling rules see for this instance."""
         ...
 
+    def positions(self, instance: dict) -> torch.Tensor | None:
+        """(B, nodes, 2) coordinates of the encoded nodes, or None (what position-aware attention sees)."""
+        ...
+
+    def permute(self, instance: dict, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
+        """The instance with its interchangeable nodes in a random order, and `order` such that node
+        i of the permuted instance is node order[i] of the original (over the encoded nodes, so
+        encode(permuted) == encode(instance)[:, order] for an equivariant model; Theorem 1)."""
+        ...
+
     def initial_state(self, instance: dict): ...
 
     def cost(self, instance: dict, solution: torch.Tensor) -> torch.Tensor: ...
@@ -46,6 +56,11 @@ class Problem(Protocol):
     def make_node_embedding(self, dim: int) -> nn.Module: ...
 
     def make_step_context(self, dim: int) -> nn.Module: ...
+
+
+def reorder(instance: dict, order: torch.Tensor) -> dict:
+    """Every tensor of a batched instance with its node axis (axis 1) taken in `order`."""
+    return {key: value[:, order.to(value.device)] for key, value in instance.items()}
 
 
 def take(instance: dict, index: torch.Tensor | slice) -> dict:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution
+from .base import InfeasibleSolution, reorder
 from .heightmap import oriented, place, resting_heights, window_sums
 
 MIN_EDGE, MAX_EDGE = 10, 50
@@ -192,6 +192,14 @@ class BPP:
 
     def size(self, instance: dict) -> int:
         return instance["dims"].shape[1]
+
+    def permute(self, instance: dict, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
+        order = torch.randperm(self.size(instance), generator=generator)
+        return reorder(instance, order), order
+
+    def positions(self, instance: dict) -> None:
+        """Boxes have no positions before they are packed."""
+        return None
 
     def initial_state(self, instance: dict) -> BPPState:
         dims = instance["dims"]

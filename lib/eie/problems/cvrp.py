@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution
+from .base import InfeasibleSolution, reorder
 
 DEPOT = 0
 _EPS = 1e-6
@@ -112,6 +112,16 @@ class CVRP:
     def size(self, instance: dict) -> int:
         """What the scaling rules see: the destinations, or destinations plus depot (`size_counts_depot`)."""
         return instance["coords"].shape[1] - (0 if self.size_counts_depot else 1)
+
+    def positions(self, instance: dict) -> torch.Tensor:
+        """(B, n + 1, 2) coordinates of the depot (row 0) and the destinations, as the nodes are encoded."""
+        return instance["coords"]
+
+    def permute(self, instance: dict, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
+        """The destinations in a random order; the depot stays node 0."""
+        destinations = instance["coords"].shape[1] - 1
+        order = torch.cat([torch.zeros(1, dtype=torch.long), 1 + torch.randperm(destinations, generator=generator)])
+        return reorder(instance, order), order
 
     def initial_state(self, instance: dict) -> CVRPState:
         coords = instance["coords"]

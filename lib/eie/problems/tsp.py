@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution
+from .base import InfeasibleSolution, reorder
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,14 @@ class TSP:
 
     def size(self, instance: dict) -> int:
         return instance["coords"].shape[1]
+
+    def positions(self, instance: dict) -> torch.Tensor:
+        """(B, n, 2) city coordinates, for attention methods that use positions."""
+        return instance["coords"]
+
+    def permute(self, instance: dict, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
+        order = torch.randperm(self.size(instance), generator=generator)
+        return reorder(instance, order), order
 
     def initial_state(self, instance: dict) -> TSPState:
         coords = instance["coords"]

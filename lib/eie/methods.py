@@ -1,0 +1,180 @@
+"""The registry of extrapolation methods: each is declared once, here, and everything else reads it.
+
+A `Method` says how a method is named in tables (`label`) and figures (`plot_label`, `colour`,
+`linestyle`), whether a model is trained with it (`applied_to is None`) or it is applied at test
+time to the model trained with another method (`applied_to`, the key of that method), and how its
+attention is built from what the study has for a training length: the head size d, the training
+length N, the fitted EIE net and the lambda* table (`make_rule`, and `attention`, the class of
+`eie.attention` it runs with; a test-time method keeps the attention of the model it runs on and
+swaps in its rule). Training (`TrainConfig.rule`), evaluation (`study.evaluate`), the
+run checks, the notebooks' parameter checks, plots and tables all look methods up here, so a new
+method is one `register(Method(...))` call (a test does it from its own file).
+
+| key          | lambda(n)              | source                                  | model            |
+|--------------|------------------------|-----------------------------------------|------------------|
+| `inv_sqrt_d` | 1/sqrt(d)              | Vaswani et al.                          | trained          |
+| `ln_sqrt_d`  | ln(n)/sqrt(d)          | Chiang & Cholak (2022)                  | trained          |
+| `ln_d`       | ln(n)/d                | Su (2021)                               | trained          |
+| `ssmax`      | ln(n+1)/sqrt(d)        | Scalable-Softmax as PENS uses it        | trained          |
+| `log_N`      | log_N(n)/sqrt(d)       | calibrated log rule (= 1/sqrt(d) at N)  | the 1/sqrt(d) one |
+| `eie`        | the fitted EIE net     | the EIE paper                           | the 1/sqrt(d) one |
+| `exact`      | lambda*(n), tabulated  | H(n, lambda) = H(N, 1/sqrt(d)) solved   | the 1/sqrt(d) one |
+
+A test-time method must equal the method it is applied to at the training length (it is a way to
+extrapolate, not another model); the run checks of the notebooks assert it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from . import scaling
+from .attention import SITES, Attention
+from .scaling import ScalingRule
+
+
+@dataclass(frozen=True)
+class Method:
+    key: str
+    label: str  # plain text, for tables
+    plot_label: str  # matplotlib mathtext, for figures
+    colour: str
+    make_rule: Callable[..., ScalingRule]  # (d, N=..., net=..., table=...) -> ScalingRule
+    applied_to: str | None = None  # None: models are trained with it; else the method whose model it runs on
+    linestyle: str = "-"
+    # The `eie.attention.Attention` class it runs with. None: plain `Attention` for a trained method;
+    # for a test-time method, the attention of the model it is applied to with this method's rule.
+    attention: type | None = None
+
+    @property
+    def trained(self) -> bool:
+        return self.applied_to is None
+
+    @property
+    def model_key(self) -> str:
+        """The trained method whose model this method runs on (itself when trained)."""
+        return self.key if self.trained else self.applied_to
+
+    def rule(self, d: int, N: int | None = None, net=None, table=None) -> ScalingRule:
+        return self.make_rule(d, N=N, net=net, table=table)
+
+    def build(self, d: int, N: int | None = None, net=None, table=None, sites=SITES,
+              n_mode: str = "instance") -> Attention:
+        """The attention a model trained with (or tested with) this method uses."""
+        return (self.attention or Attention)(self.rule(d, N=N, net=net, table=table), sites=sites, n_mode=n_mode)
+
+    def bind(self, d: int, N: int | None = None, net=None, table=None) -> "BoundMethod":
+        """This method with its rule built for (d, N, net, table): what evaluation and probes take."""
+        return BoundMethod(self, self.rule(d, N=N, net=net, table=table))
+
+
+@dataclass(frozen=True)
+class BoundMethod:
+    """A method ready to run on a trained model: `attention_for(model)` gives the model's attention
+    (same sites and n mode as it was trained with) with this method's rule."""
+
+    method: Method
+    rule: ScalingRule
+
+    @property
+    def key(self) -> str:
+        return self.method.key
+
+    @property
+    def model_key(self) -> str:
+        return self.method.model_key
+
+    def attention_for(self, trained: Attention) -> Attention:
+        if self.method.attention is None and not self.method.trained:
+            return trained.like(self.rule)  # e.g. EIE's scale on a model trained with a distance bias
+        return (self.method.attention or Attention)(self.rule, sites=trained.sites, n_mode=trained.n_mode)
+
+
+_REGISTRY: dict[str, Method] = {}
+
+
+def register(method: Method, replace: bool = False) -> Method:
+    """Add `method` to the registry (refused if its key is taken, unless `replace`)."""
+    if method.key in _REGISTRY and not replace:
+        raise ValueError(f"a method {method.key!r} is already registered; pass replace=True to redefine it")
+    if method.applied_to is not None and method.applied_to not in _REGISTRY:
+        raise ValueError(f"method {method.key!r} is applied to {method.applied_to!r}, which is not registered")
+    if method.applied_to is not None and not _REGISTRY[method.applied_to].trained:
+        raise ValueError(f"method {method.key!r} must be applied to a trained method, not {method.applied_to!r}")
+    _REGISTRY[method.key] = method
+    return method
+
+
+def unregister(key: str) -> None:
+    _REGISTRY.pop(key, None)
+
+
+def get(key: str) -> Method:
+    try:
+        return _REGISTRY[key]
+    except KeyError:
+        raise ValueError(f"unknown method {key!r}; registered: {', '.join(_REGISTRY)}") from None
+
+
+def keys(trained: bool | None = None) -> list[str]:
+    """Registered keys, in registration order; only the trained (or only the test-time) ones when asked."""
+    return [k for k, m in _REGISTRY.items() if trained is None or m.trained == trained]
+
+
+def label(key: str) -> str:
+    """The table label of `key` (the key itself for names outside the registry, e.g. 'reference')."""
+    return _REGISTRY[key].label if key in _REGISTRY else key
+
+
+def labels() -> dict:
+    return {k: m.label for k, m in _REGISTRY.items()}
+
+
+def style(key: str) -> dict:
+    """Matplotlib keyword arguments (colour, line style) of `key`; defaults outside the registry."""
+    method = _REGISTRY.get(key)
+    return {"color": method.colour, "linestyle": method.linestyle} if method else {"color": None, "linestyle": "-"}
+
+
+def bind(method_keys, d: int, N: int, net=None, table=None) -> list[BoundMethod]:
+    """`get(key).bind(d, N, net, table)` for each key."""
+    return [get(key).bind(d, N=N, net=net, table=table) for key in method_keys]
+
+
+# -- the study's methods -------------------------------------------------------------------------
+
+def _needs_N(d, N=None, **_):
+    if N is None:
+        raise ValueError("the calibrated log rule 'log_N' needs the training length N")
+    return scaling.log_N(d, N)
+
+
+def _needs_net(d, net=None, **_):
+    if net is None:
+        raise ValueError("the 'eie' method needs a fitted net: eie.eie_net.load_eie_net(path, d=d)")
+    if net.config.d != d:
+        raise ValueError(f"the EIE net was fitted for d={net.config.d}, not d={d}")
+    return scaling.eie(net)
+
+
+def _needs_table(d, table=None, **_):
+    if table is None:
+        raise ValueError("the 'exact' method needs a lambda* table: eie.scaling.ExactTable.load(path, d=d)")
+    if table.d != d:
+        raise ValueError(f"the lambda* table is for d={table.d}, not d={d}")
+    return scaling.exact(table)
+
+
+for _method in (
+    Method("inv_sqrt_d", "1/sqrt(d)", r"$1/\sqrt{d}$", "#4c72b0", lambda d, **_: scaling.inv_sqrt_d(d)),
+    Method("ln_d", "ln(n)/d", r"$\ln n/d$", "#dd8452", lambda d, **_: scaling.ln_d(d)),
+    Method("ln_sqrt_d", "ln(n)/sqrt(d)", r"$\ln n/\sqrt{d}$", "#8172b3", lambda d, **_: scaling.ln_sqrt_d(d)),
+    Method("ssmax", "ln(n+1)/sqrt(d)", r"$\ln(n+1)/\sqrt{d}$", "#da8bc3", lambda d, **_: scaling.ssmax(d),
+           linestyle=":"),
+    Method("eie", "EIE", "EIE", "#c44e52", _needs_net, applied_to="inv_sqrt_d"),
+    Method("exact", "exact lambda*", r"exact $\lambda^*$", "#222222", _needs_table, applied_to="inv_sqrt_d",
+           linestyle="--"),
+    Method("log_N", "log_N(n)/sqrt(d)", r"$\log_N n/\sqrt{d}$", "#937860", _needs_N, applied_to="inv_sqrt_d"),
+):
+    register(_method)

@@ -1,0 +1,119 @@
+"""The method registry and the attention seam: a method declared in this file is trained, evaluated,
+checked, plotted and tabulated with no edit elsewhere; the seam computes what it says."""
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from eie import methods, scaling, study  # noqa: E402
+from eie.attention import Attention, AttentionContext  # noqa: E402
+from eie.parameters import NOTEBOOK_PARAMETERS  # noqa: E402
+from eie.plotting import extrapolation_figure  # noqa: E402
+from eie.run_checks import check_extrapolation  # noqa: E402
+
+
+class DistanceBias(Attention):
+    """A per-head bias -m_h * |x_i - x_j| on the encoder logits (the shape of PENS's distance bias)."""
+
+    def bias(self, ctx: AttentionContext, n_queries: int):
+        if ctx.site != "encoder" or ctx.positions is None:
+            return None
+        slopes = torch.tensor([2.0 ** -h for h in range(8)], dtype=ctx.positions.dtype)
+        distance = torch.cdist(ctx.positions, ctx.positions)  # (B, n, n)
+        return -slopes.view(1, -1, 1, 1) * distance[:, None]
+
+
+def _stretched_log(d, N=None, **_):
+    """A test-time rule equal to 1/sqrt(d) at N: 1/sqrt(d) * (1 + log2(n / N) / 10)."""
+    return scaling.ScalingRule("stretched", d, lambda n: (1 + scaling._log(n / N) / math.log(2) / 10) / math.sqrt(d))
+
+
+@pytest.fixture
+def new_methods():
+    added = [methods.register(Method) for Method in (
+        methods.Method("dist_bias", "distance bias", "distance bias", "#2ca02c",
+                       lambda d, **_: scaling.inv_sqrt_d(d), attention=DistanceBias),
+        methods.Method("stretched", "stretched log", "stretched log", "#17becf", _stretched_log,
+                       applied_to="dist_bias", linestyle="-."),
+    )]
+    yield added
+    for method in reversed(added):
+        methods.unregister(method.key)
+
+
+def test_a_method_registered_here_is_trained_evaluated_checked_plotted_and_tabulated(tmp_path, monkeypatch, new_methods):
+    monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
+    models, log = study.train_models(["dist_bias"], [0], run="t", device="cpu", progress=False, problem="tsp",
+                                     n_train=8, epochs=1, steps_per_epoch=2, batch_size=8, baseline_eval_size=8)
+    assert isinstance(models[("dist_bias", 0)].attention, DistanceBias) and len(log) == 1
+    bound = study.bind_methods(["dist_bias", "stretched"], 16, 8)
+    results, _, _ = study.evaluate(models, bound, 8, 16, test_size=4, reference_size=2, device="cpu", progress=False)
+    assert set(results.method) == {"dist_bias", "stretched", "reference"}
+    assert "stretched reproduce the distance bias model exactly at n = N = 8" in check_extrapolation(results, 8)
+    table = study.table_by_method(results).rename(index=methods.label)
+    assert list(table.index) == ["distance bias", "stretched log"]
+    figure = extrapolation_figure(results, "tour length", "LKH")
+    lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
+    assert matplotlib.colors.to_hex(lines["stretched log"].get_color()) == "#17becf"
+    assert lines["stretched log"].get_linestyle() == "-."
+    declared = NOTEBOOK_PARAMETERS["03_train_tsp"]  # the notebooks accept the new keys as parameters
+    assert declared["rules"](["dist_bias"]) == ["dist_bias"]
+    assert declared["training_free"](["stretched"]) == ["stretched"]
+
+
+def test_the_bias_reaches_the_encoder_and_the_probes(new_methods):
+    from eie import probes
+    from eie.model import AttentionModel
+    from eie.problems import TSP
+
+    torch.manual_seed(0)
+    plain = AttentionModel(TSP(), Attention(scaling.inv_sqrt_d(16))).eval()
+    instance = TSP().generate(2, 10, torch.Generator().manual_seed(1))
+    own = probes.probe_encoder(plain, instance)
+    biased = probes.probe_encoder(plain, instance, methods.get("dist_bias").bind(16))
+    distance = torch.cdist(instance["coords"], instance["coords"])
+    q, k, _ = plain.encoder[0].attention.heads_of(own.inputs[0])
+    expected = torch.softmax(0.25 * q @ k.transpose(-1, -2) - torch.tensor([2.0 ** -h for h in range(8)]).view(1, -1, 1, 1)
+                             * distance[:, None], dim=-1)
+    assert torch.allclose(biased.entropies[0], -(expected * expected.log()).sum(-1), atol=1e-5)
+    assert not torch.allclose(biased.entropies[0], own.entropies[0], atol=1e-3)
+
+
+@pytest.mark.parametrize("attention", ["plain", "biased"])
+def test_the_seam_is_softmax_of_its_logits(attention, new_methods):
+    """`Attention.__call__` (the fused kernel) equals softmax of `Attention.logits` (what probes read)."""
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(3, 8, 7, 16, generator=generator) for _ in range(3))
+    positions = torch.rand(3, 7, 2, generator=generator)
+    ctx = AttentionContext("encoder", 1, torch.full((3,), 7.0), positions)
+    allowed = torch.rand(3, 1, 7, 7, generator=generator) > 0.3
+    allowed[..., 0] = True
+    seam = (Attention if attention == "plain" else DistanceBias)(scaling.ln_d(16))
+    logits = seam.logits(q, k, ctx).masked_fill(~allowed, float("-inf"))
+    expected = torch.softmax(logits, dim=-1) @ v
+    assert torch.allclose(seam(q, k, v, ctx, allowed), expected, atol=1e-5)
+    direct = F.scaled_dot_product_attention(q * math.log(7) / 16, k, v, attn_mask=allowed, scale=1.0)
+    assert torch.allclose(seam(q, k, v, ctx, allowed), direct, atol=1e-5) == (attention == "plain")
+
+
+def test_the_scale_applies_at_its_sites_only():
+    seam = Attention(scaling.ln_d(16), sites=("glimpse",))
+    n = torch.tensor([50.0, 200.0])
+    assert torch.allclose(seam.scale(AttentionContext("encoder", 0, n)), torch.full((2,), 0.25))
+    assert torch.allclose(seam.scale(AttentionContext("glimpse", 0, n)), torch.log(n) / 16)
+    with pytest.raises(ValueError, match="unknown attention sites"):
+        Attention(scaling.ln_d(16), sites=("pointer",))
+
+
+def test_registry_refuses_inconsistent_methods():
+    with pytest.raises(ValueError, match="not registered"):
+        methods.register(methods.Method("orphan", "o", "o", "#000000", _stretched_log, applied_to="nope"))
+    with pytest.raises(ValueError, match="must be applied to a trained method"):
+        methods.register(methods.Method("chain", "c", "c", "#000000", _stretched_log, applied_to="eie"))
+    assert "orphan" not in methods.keys() and "chain" not in methods.keys()

@@ -1,0 +1,48 @@
+"""A preset trains the same models from a background worker as from its notebook."""
+
+import torch
+import yaml
+
+from eie import study, worker
+from eie.files import exclusive
+
+
+def test_worker_trains_what_the_notebook_would(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"],
+                                      "epochs": 1, "steps_per_epoch": 2, "batch_size": 8, "baseline_eval_size": 8,
+                                      "device": "cpu"}))
+    params = worker.preset_parameters(preset, "03_train_tsp")
+    assert params["n_train"] == 6 and params["lr"] == worker.notebook_defaults("03_train_tsp")["lr"]
+    worker.run_worker(preset, "03_train_tsp")
+    checkpoint = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0.pt"
+    assert checkpoint.is_file()
+    (setup,) = study.training_setups("03_train_tsp", params)
+    same, _ = study.train_models(["inv_sqrt_d"], [0], run="fresh", device="cpu", progress=False, **setup["config"])
+    from eie.training import load_trained
+    for p, q in zip(load_trained(checkpoint).state_dict().values(), same[("inv_sqrt_d", 0)].state_dict().values()):
+        assert torch.equal(p, q)
+
+
+def test_a_busy_model_is_left_to_its_worker(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0, 1],
+                                      "rules": ["inv_sqrt_d"], "epochs": 1, "steps_per_epoch": 1, "batch_size": 4,
+                                      "baseline_eval_size": 4, "device": "cpu"}))
+    held = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed1.pt"
+    calls = []
+    real_sleep = worker.time.sleep
+
+    def release_after_first_wait(seconds):
+        calls.append(seconds)
+        lock.__exit__(None, None, None)  # the other worker finishes
+
+    lock = exclusive(held, "trained")
+    lock.__enter__()
+    monkeypatch.setattr(worker.time, "sleep", release_after_first_wait)
+    worker.run_worker(preset, "03_train_tsp")
+    monkeypatch.setattr(worker.time, "sleep", real_sleep)
+    assert calls and held.is_file()
+    assert "held by another worker" in capsys.readouterr().out
