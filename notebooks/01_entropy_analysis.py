@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from eie import entropy, methods, scaling
+from eie import entropy, methods
 from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure

@@ -70,7 +70,7 @@ from eie.parameters import check_parameters
 from eie.methods import label
 from eie.paper import PAPER_TSP, paper_table
 from eie.paths import results_dir
-from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
+from eie.plotting import apply_style, extrapolation_figure, rule_kwargs, save_figure
 
 globals().update(check_parameters("03_train_tsp", globals()))  # every parameter checked before any compute
 apply_style()
@@ -160,23 +160,7 @@ print("\nLKH mean tour length:", {n: round(float(r.mean()), 2) for n, r in refer
 print(paper_table(PAPER_TSP).to_string())
 
 # %% tags=[]
-stats = results[results.method != "reference"].groupby(["method", "n"], sort=False).agg(
-    objective=("objective", "mean"), objective_std=("objective", "std"), gap=("gap_pct", "mean"),
-    gap_std=("gap_pct", "std")).reset_index()
-fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-for method, s in stats.groupby("method", sort=False):
-    kw = rule_kwargs(method)
-    axes[0].errorbar(s.n, s.objective, yerr=s.objective_std.fillna(0), marker="o", capsize=3, label=label(method), **kw)
-    axes[1].errorbar(s.n, s.gap, yerr=s.gap_std.fillna(0), marker="o", capsize=3, **kw)
-ref = results[results.method == "reference"]
-axes[0].plot(ref.n, ref.objective, "k:", marker="x", label="LKH (subset)")
-axes[0].set(ylabel="mean tour length", yscale="log", title=f"TSP, trained on n = {n_train}")
-axes[0].yaxis.set_major_formatter(plt.ScalarFormatter())
-axes[0].yaxis.set_minor_formatter(plt.NullFormatter())
-axes[1].set(ylabel="gap to LKH (%)", title="bars: std over seeds")
-for ax in axes:
-    ax.set_xlabel("$n$")
-    length_axis(ax, n_train, n_max)
-axes[0].legend(fontsize=8)
+fig = extrapolation_figure(results, "mean tour length", "LKH (subset)")
+fig.suptitle(f"TSP, trained on n = {n_train} (bands: std over seeds)", y=1.01)
 save_figure(fig, "03_tsp_extrapolation", run=run)
 plt.show()

@@ -82,7 +82,7 @@ from eie.parameters import check_parameters
 from eie.methods import label
 from eie.paper import PAPER_CVRP, PAPER_CVRP_TIME_H, paper_table
 from eie.paths import results_dir
-from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
+from eie.plotting import apply_style, extrapolation_figure, rule_kwargs, save_figure
 
 globals().update(check_parameters("04_train_cvrp", globals()))  # every parameter checked before any compute
 apply_style()
@@ -149,7 +149,7 @@ for capacity in capacities:
         reference_options={"iterations": hgs_iterations, "time_limit": hgs_time_limit},
         chunk=eval_chunk, device=device, progress=progress)
     results.append(result)
-    per_instance.update({(f"C{capacity}/{method}", seed, n): c for (method, seed, n), c in costs.items()})
+    per_instance.update(costs)
 results = pd.concat(results, ignore_index=True)
 results.to_csv(out / "cvrp.csv", index=False, float_format="%.4f")
 study.save_instance_costs(per_instance, out / "cvrp_instance_costs.npz")
@@ -184,25 +184,8 @@ for capacity in capacities:
     print()
 
 # %% tags=[]
-stats = results[results.method != "reference"].groupby(["setting", "method", "n"], sort=False).agg(
-    objective=("objective", "mean"), objective_std=("objective", "std"), gap=("gap_pct", "mean"),
-    gap_std=("gap_pct", "std")).reset_index()
-fig, axes = plt.subplots(2, len(capacities), figsize=(5.2 * len(capacities), 7), squeeze=False, sharex=True)
-for column, capacity in enumerate(capacities):
-    top, bottom = axes[0, column], axes[1, column]
-    for method, s in stats[stats.setting == f"C{capacity}"].groupby("method", sort=False):
-        kw = rule_kwargs(method)
-        top.errorbar(s.n, s.objective, yerr=s.objective_std.fillna(0), marker="o", capsize=3, label=label(method), **kw)
-        bottom.errorbar(s.n, s.gap, yerr=s.gap_std.fillna(0), marker="o", capsize=3, **kw)
-    ref = results[(results.method == "reference") & (results.setting == f"C{capacity}")]
-    top.plot(ref.n, ref.objective, "k:", marker="x", label="HGS (subset)")
-    top.set(ylabel="mean total distance", yscale="log", title=f"CVRP, $C_v$ = {capacity}, trained on n = {n_train}")
-    top.yaxis.set_major_formatter(plt.ScalarFormatter())
-    top.yaxis.set_minor_formatter(plt.NullFormatter())
-    bottom.set(xlabel="$n$ (destinations)", ylabel="gap to HGS (%)", title="bars: std over seeds")
-    for ax in (top, bottom):
-        length_axis(ax, n_train, n_max)
-axes[0, 0].legend(fontsize=8)
+fig = extrapolation_figure(results, "mean total distance", "HGS (subset)")
+fig.suptitle(f"CVRP, trained on n = {n_train} destinations (bands: std over seeds)", y=1.01)
 save_figure(fig, "04_cvrp_extrapolation", run=run)
 plt.show()
 

@@ -78,7 +78,7 @@ from eie.evaluation import fixed_test_set
 from eie.methods import label
 from eie.paper import PAPER_BPP, paper_table
 from eie.paths import results_dir
-from eie.plotting import apply_style, draw_packing, length_axis, rule_kwargs, save_figure
+from eie.plotting import apply_style, draw_packing, extrapolation_figure, save_figure
 from eie.problems.bpp import BPP
 from eie.problems.bpp_heuristics import heuristic_load_rates
 
@@ -134,7 +134,7 @@ for (length, width), setting in zip(bins, settings):
         models[setting], study.bind_methods(methods, d, n_train, net, table), n_train, n_max, test_size=test_size, setting=setting,
         test_seed=test_seed, reference_size=reference_size, chunk=eval_chunk, device=device, progress=progress)
     results.append(result)
-    per_instance.update({(f"{setting}/{method}", seed, n): r for (method, seed, n), r in rates.items()})
+    per_instance.update(rates)
     problem = BPP(length, width)
     for n in sorted(set(result.n)):
         instances = fixed_test_set(problem, n, reference_size, test_seed)
@@ -186,20 +186,11 @@ for setting in settings:
 # %% tags=[]
 from eie.problems.bpp_heuristics import heuristic_solution  # noqa: E402
 
-stats = results[results.method != "reference"].groupby(["setting", "method", "n"], sort=False).objective.agg(
-    ["mean", "std"]).reset_index()
+fig = extrapolation_figure(results, "load rate (%)", "best heuristic")
+fig.suptitle(f"3D bin packing, trained on n = {n_train} boxes (bands: std over seeds)", y=1.01)
+save_figure(fig, "05_bpp_extrapolation", run=run)
+plt.show()
 for (length, width), setting in zip(bins, settings):
-    fig = plt.figure(figsize=(15, 4.2))
-    ax = fig.add_subplot(1, 3, 1)
-    for method, s in stats[stats.setting == setting].groupby("method", sort=False):
-        ax.errorbar(s.n, s["mean"], yerr=s["std"].fillna(0), marker="o", capsize=3, label=label(method),
-                    **rule_kwargs(method))
-    for order, h in heuristics[heuristics.setting == setting].groupby("heuristic"):
-        ax.plot(h.n, h.load_rate, ls="--", color="grey", marker="x", alpha=0.7)
-        ax.annotate(order, (h.n.iloc[-1], h.load_rate.iloc[-1]), fontsize=7, color="grey")
-    ax.set(xlabel="$n$ (boxes)", ylabel="load rate (%)", title=f"bin {setting}, trained on n = {n_train}")
-    length_axis(ax, n_train, n_max)
-    ax.legend(fontsize=7)
     problem = BPP(length, width)
     instance = fixed_test_set(problem, n_train, 1, test_seed)
     model = models[setting][(rules[0], seeds[0])]
@@ -207,9 +198,11 @@ for (length, width), setting in zip(bins, settings):
     problem.check(instance, solution)
     packed = {f"{label(rules[0])} model, seed {seeds[0]}": solution,
               "heuristic: volume first": heuristic_solution(problem, instance, "volume")}
+    fig = plt.figure(figsize=(10, 4.2))
     for i, (name, sol) in enumerate(packed.items()):
         rate = float(problem.load_rate(instance, sol)[0])
-        draw_packing(fig.add_subplot(1, 3, 2 + i, projection="3d"), sol[0].cpu().numpy(), length, width,
+        draw_packing(fig.add_subplot(1, 2, 1 + i, projection="3d"), sol[0].cpu().numpy(), length, width,
                      title=f"{name}: {rate:.1f} %")
+    fig.suptitle(f"bin {setting}: the first test instance at n = {n_train}")
     save_figure(fig, f"05_bpp_{setting}", run=run)
     plt.show()

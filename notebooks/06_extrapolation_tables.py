@@ -40,34 +40,18 @@ alpha = 0.05  # family-wise error level of the paired comparisons (Holm over eac
 # %% tags=[]
 import matplotlib.pyplot as plt
 
-from eie import comparison, study
+from eie import comparison
 from eie.parameters import check_parameters
 from eie.methods import label
-from eie.paper import PAPER_BPP, PAPER_CVRP, PAPER_TSP, paper_table
+from eie.paper import TABLE_NUMBER
+from eie.problems import make_problem
 from eie.paths import results_dir
 from eie.plotting import apply_style, extrapolation_figure, save_figure
 
 globals().update(check_parameters("06_extrapolation_tables", globals()))  # every parameter checked before any compute
 apply_style()
 out = results_dir(run, create=False)
-# (problem, paper table number, objective, reference, is the objective maximised?)
-PROBLEMS = [("bpp", 1, "load rate (%)", "best heuristic", True),
-            ("tsp", 2, "tour length", "LKH", False),
-            ("cvrp", 3, "total distance", "HGS", False)]
-
-
-def paper_rows(problem, setting):
-    """The paper's table for this problem and setting (None when the paper has no such setting)."""
-    if problem == "tsp":
-        return PAPER_TSP
-    if problem == "cvrp":
-        return PAPER_CVRP.get(int(setting.lstrip("C")))
-    return PAPER_BPP.get(tuple(int(s) for s in setting.split("x")))
-
-
-def labelled(frame):
-    return frame.rename(index=label)
-
+problems = sorted(comparison.RESULT_FILES, key=TABLE_NUMBER.get)  # in the paper's table order: bpp, tsp, cvrp
 
 # %% [markdown] tags=[]
 # ## The tables
@@ -81,32 +65,11 @@ def labelled(frame):
 loaded, skipped = comparison.load_run_results(out)
 for note in skipped:
     print(note, end="\n\n")
-for problem, number, objective, reference, maximise in PROBLEMS:
-    if problem not in loaded:
-        continue
-    results, objectives = loaded[problem]
-    seeds = sorted(results.seed[results.seed >= 0].unique())
-    instances = len(next(iter(objectives.values())))
-    lines = [f"## Table {number}: {problem}, {objective} (results/{run}, {len(seeds)} seeds, "
-             f"{instances} test instances per n)"]
-    for setting in dict.fromkeys(results.setting):
-        part = results[results.setting == setting]
-        lines += ["", f"### {setting or problem}", "",
-                  comparison.markdown_table(labelled(study.table_by_method(part, maximise=maximise, mark="**{}**")),
-                                            "method"),
-                  "", f"Gap to {reference} (%):", "",
-                  comparison.markdown_table(labelled(study.table_by_method(part, "gap_pct", digits=1, mark="**{}**")),
-                                            "method")]
-        rows = paper_rows(problem, setting)
-        if rows is not None:
-            lines += ["", f"Paper, Table {number} (N = 100):", "",
-                      comparison.markdown_table(labelled(paper_table(rows)), "method"),
-                      "", "Relative to the 1/sqrt(d) model at the same n/N (%), ours / paper:", ""]
-            both = comparison.side_by_side(comparison.relative_to_base(part), comparison.paper_relative(rows))
-            lines.append(comparison.markdown_table(labelled(both), "method"))
-    text = "\n".join(lines)
-    (out / f"table{number}_{problem}.md").write_text(text + "\n")
-    print(text, end="\n\n")
+for problem in problems:
+    if problem in loaded:
+        text = comparison.problem_tables(problem, *loaded[problem], source=f"results/{run}")
+        (out / f"table{TABLE_NUMBER[problem]}_{problem}.md").write_text(text + "\n")
+        print(text, end="\n\n")
 
 # %% [markdown] tags=[]
 # Table 6 of the paper (d = 32, N = 120, 4 layers) needs models of head size 32 trained on 120-long
@@ -124,18 +87,19 @@ for problem, number, objective, reference, maximise in PROBLEMS:
 # compare with the standard deviations above).
 
 # %% tags=[]
-for problem, number, objective, reference, maximise in PROBLEMS:
+for problem in problems:
     if problem not in loaded:
         continue
     results, objectives = loaded[problem]
-    paired = comparison.paired_comparison(objectives, "eie", maximise=maximise, alpha=alpha)
+    spec = make_problem(problem)
+    paired = comparison.paired_comparison(objectives, "eie", maximise=spec.maximise, alpha=alpha)
     paired.to_csv(out / f"paired_{problem}.csv", index=False, float_format="%.6g")
     paired["cell"] = paired.apply(lambda r: f"{r['diff']:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] {r.verdict}", axis=1)
-    print(f"== Table {number} ({problem}), EIE - other, {objective}:")
+    print(f"== Table {TABLE_NUMBER[problem]} ({problem}), EIE - other, {spec.objective_name}:")
     for setting, part in paired.groupby("setting", sort=False):
         cells = part.pivot(index="other", columns="n", values="cell")
         print(f"-- {setting or problem}")
-        print(labelled(cells).to_string())
+        print(cells.rename(index=label).to_string())
     counts = paired[paired.n > paired.n.min()].verdict.value_counts()
     print(f"Beyond the training length, EIE is better in {counts.get('better', 0)}, worse in "
           f"{counts.get('worse', 0)} and not distinguishable in {counts.get('n.s.', 0)} of {int(counts.sum())} "
@@ -144,14 +108,16 @@ for problem, number, objective, reference, maximise in PROBLEMS:
 # %% [markdown] tags=[]
 # ## One figure per problem
 #
-# Top: the mean objective against $n$ (log scale), one line per rule, the band its standard
-# deviation over seeds, the reference dashed. Bottom: the gap to the reference.
+# Top: the mean objective against $n$, one line per method, the band its standard deviation over
+# seeds, the reference dashed. Middle: the gap to the reference. Bottom: each method relative to
+# the $1/\sqrt d$ model at the same $n$ and seed, where differences of a few per cent show.
 
 # %% tags=[]
-for problem, number, objective, reference, maximise in PROBLEMS:
+for problem in problems:
     if problem not in loaded:
         continue
-    fig = extrapolation_figure(loaded[problem][0], objective, reference)
-    fig.suptitle(f"Table {number}: {problem}, results/{run}", y=1.01)
+    spec = make_problem(problem)
+    fig = extrapolation_figure(loaded[problem][0], spec.objective_name, spec.reference_name)
+    fig.suptitle(f"Table {TABLE_NUMBER[problem]}: {problem}, results/{run}", y=1.01)
     save_figure(fig, f"06_{problem}", run=run)
     plt.show()

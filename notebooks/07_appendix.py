@@ -54,7 +54,6 @@ import torch
 
 from eie import probes, study
 from eie.parameters import check_parameters
-from eie.entropy import entropy_eq6
 from eie.evaluation import extrapolation_lengths, fixed_test_set
 from eie.methods import label
 from eie.paths import results_dir
@@ -123,18 +122,7 @@ plt.show()
 # first stays flat in $n$ because the second does.
 
 # %% tags=[]
-rows = []
-for n in lengths:
-    batch = fixed_test_set(problem, n, instances, test_seed)
-    predicted = entropy_eq6(torch.full((len(methods),), n), torch.tensor([float(bound[m].rule(float(n))) for m in methods]),
-                            d, samples=2048)
-    for i, method in enumerate(methods):
-        result = probes.probe_encoder(models[bound[method].model_key], batch, bound[method])
-        for layer, (entropy, spread) in enumerate(zip(result.entropies, result.logit_spread)):
-            rows.append({"method": method, "n": n, "layer": layer + 1, "lambda": float(bound[method].rule(float(n))),
-                         "measured": float(entropy.mean()), "eq6": float(predicted.mean[i]),
-                         "gaussian_logits": probes.gaussian_row_entropy(n, spread, seed=layer)})
-entropy = pd.DataFrame(rows)
+entropy = probes.measured_entropy(models, [bound[m] for m in methods], n_train, n_max, instances, test_seed)
 entropy.to_csv(out / "appendix_entropy.csv", index=False, float_format="%.6g")
 print("Measured mean row entropy (nats) by layer; Eq. 6 for the same lambda(n) in the last block:")
 pivot = entropy.pivot_table(index=["layer", "method"], columns="n", values="measured", sort=False)

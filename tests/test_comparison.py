@@ -18,12 +18,12 @@ def fake_objectives(shift_eie=-0.5, size=60, seeds=(0, 1)):
 
 
 def test_save_and_load_round_trip(tmp_path):
-    per_instance = {("C10/eie", 0, 20): np.arange(3.0), ("C10/ln_d", 1, 40): np.ones(3)}
+    per_instance = {("C10", "eie", 0, 20): np.arange(3.0), ("C10", "ln_d", 1, 40): np.ones(3)}
     study.save_instance_costs(per_instance, tmp_path / "x.npz")
     loaded = comparison.load_instance_objectives(tmp_path / "x.npz")
     assert set(loaded) == {("C10", "eie", 0, 20), ("C10", "ln_d", 1, 40)}
     np.testing.assert_array_equal(loaded[("C10", "eie", 0, 20)], np.arange(3.0))
-    study.save_instance_costs({("eie", 0, 20): np.ones(2)}, tmp_path / "y.npz")
+    study.save_instance_costs({("", "eie", 0, 20): np.ones(2)}, tmp_path / "y.npz")
     assert set(comparison.load_instance_objectives(tmp_path / "y.npz")) == {("", "eie", 0, 20)}
     with pytest.raises(FileNotFoundError, match="run the training notebook"):
         comparison.load_instance_objectives(tmp_path / "missing.npz")

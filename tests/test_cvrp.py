@@ -76,7 +76,7 @@ def test_model_decodes_feasible_solutions_and_is_equivariant():
 
 
 def test_hgs_reference_is_feasible_and_beats_an_untrained_model():
-    from eie.evaluation import hgs_cvrp_costs
+    from eie.solvers import hgs_cvrp_costs
 
     problem = CVRP(10)
     inst = instance(batch=2, n=15)
@@ -128,3 +128,21 @@ def test_paper_table3_has_three_capacities_and_five_lengths():
     for capacity, rows in PAPER_CVRP.items():
         assert paper_table(rows).shape == (3, 5)
     assert paper_table(PAPER_CVRP[20]).loc["eie", 1600] == "159.4 (3.3)"
+
+
+def test_problems_declare_what_the_study_relies_on():
+    """The interface of `eie.problems.base.Problem`, filled in by every problem."""
+    from eie.problems import PROBLEMS, make_problem
+    from eie.problems.base import Problem
+
+    for name in PROBLEMS:
+        problem = make_problem(name)
+        assert isinstance(problem, Problem) and problem.name == name
+        assert problem.reference_name != "reference" and len(problem.result_files) == 2
+        instance = problem.generate(2, 5, torch.Generator().manual_seed(0))
+        positions = problem.positions(instance)
+        assert positions is None or positions.shape[:2] == (2, problem.make_node_embedding(8)(instance).shape[1])
+    assert (make_problem("tsp").setting, make_problem("cvrp", capacity=15).setting,
+            make_problem("bpp", length=140, width=110).setting) == ("", "C15", "140x110")
+    assert make_problem("bpp").maximise and not make_problem("cvrp").maximise
+    assert make_problem("tsp").make_action_head(8) is None and make_problem("bpp").make_action_head(8) is not None

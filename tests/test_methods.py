@@ -117,3 +117,19 @@ def test_registry_refuses_inconsistent_methods():
     with pytest.raises(ValueError, match="must be applied to a trained method"):
         methods.register(methods.Method("chain", "c", "c", "#000000", _stretched_log, applied_to="eie"))
     assert "orphan" not in methods.keys() and "chain" not in methods.keys()
+
+
+def test_relative_panel_pairs_each_method_with_the_base_model_of_its_seed():
+    import pandas as pd
+
+    from eie.plotting import relative_to
+
+    rows = [{"problem": "tsp", "setting": "", "method": m, "seed": seed, "n": 20, "objective": v, "gap_pct": 0.0}
+            for m, seed, v in [("inv_sqrt_d", 0, 10.0), ("inv_sqrt_d", 1, 20.0), ("eie", 0, 9.0), ("eie", 1, 19.0)]]
+    rows.append({"problem": "tsp", "setting": "", "method": "reference", "seed": -1, "n": 20, "objective": 5.0,
+                 "gap_pct": 0.0})
+    relative = relative_to(pd.DataFrame(rows)).set_index(["method", "seed"]).relative
+    assert relative[("eie", 0)] == pytest.approx(-10.0) and relative[("eie", 1)] == pytest.approx(-5.0)
+    assert relative[("inv_sqrt_d", 1)] == 0.0
+    figure = extrapolation_figure(pd.DataFrame(rows), "tour length", "LKH")
+    assert len(figure.axes) == 3 and "1/sqrt(d)" in figure.axes[2].get_ylabel()

@@ -247,7 +247,7 @@ def test_tables_of_an_empty_run_are_an_error_naming_the_notebooks(tmp_path):
     frame = pd.DataFrame({"problem": ["tsp"], "setting": [""], "method": ["eie"], "seed": [0], "n": [20],
                           "objective": [1.0], "gap_pct": [0.0]})
     frame.to_csv(tmp_path / "tsp.csv", index=False)
-    study.save_instance_costs({("eie", 0, 20): np.ones(3)}, tmp_path / "tsp_instance_costs.npz")
+    study.save_instance_costs({("", "eie", 0, 20): np.ones(3)}, tmp_path / "tsp_instance_costs.npz")
     loaded, skipped = comparison.load_run_results(tmp_path)
     assert list(loaded) == ["tsp"]
     assert [note.split(":")[0] for note in skipped] == ["cvrp", "bpp"]

@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .problems import PROBLEMS, make_problem
+
 
 def load_instance_objectives(path) -> dict:
     """{(setting, method, seed, n): objectives} from a `*_instance_costs.npz` / `*_load_rates.npz`
@@ -99,9 +101,7 @@ def markdown_table(frame: pd.DataFrame, index_name: str = "") -> str:
 
 
 # The files a training notebook writes for each problem: (results table, per-instance objectives).
-RESULT_FILES = {"tsp": ("tsp.csv", "tsp_instance_costs.npz"),
-                "cvrp": ("cvrp.csv", "cvrp_instance_costs.npz"),
-                "bpp": ("bpp.csv", "bpp_instance_load_rates.npz")}
+RESULT_FILES = {name: make_problem(name).result_files for name in PROBLEMS}
 # The notebook that writes them.
 RESULT_NOTEBOOKS = {"tsp": "03_train_tsp", "cvrp": "04_train_cvrp", "bpp": "05_train_bpp"}
 
@@ -135,6 +135,35 @@ def load_run_results(folder, problems=tuple(RESULT_FILES)) -> tuple[dict, list[s
     if not loaded:
         raise FileNotFoundError(f"{folder} holds no results of the training notebooks: " + "; ".join(missing))
     return loaded, missing
+
+
+def problem_tables(problem: str, results: pd.DataFrame, objectives: dict, source: str = "") -> str:
+    """The markdown tables of notebook 06 for one problem: per setting our table (mean (std over
+    seeds), best in bold), the gap to the reference, the paper's table where it has one, and both
+    relative to the 1/sqrt(d) model at the same n/N (ours / paper)."""
+    from . import methods
+    from .paper import TABLE_NUMBER, paper_rows, paper_table
+    from .study import table_by_method
+
+    spec = make_problem(problem)
+    number = TABLE_NUMBER.get(problem, "-")
+    labelled = lambda frame: frame.rename(index=methods.label)  # noqa: E731
+    seeds = sorted(results.seed[results.seed >= 0].unique())
+    instances = len(next(iter(objectives.values())))
+    lines = [f"## Table {number}: {problem}, {spec.objective_name} ({source + ', ' if source else ''}{len(seeds)} seeds, "
+             f"{instances} test instances per n)"]
+    for setting in dict.fromkeys(results.setting):
+        part = results[results.setting == setting]
+        lines += ["", f"### {setting or problem}", "",
+                  markdown_table(labelled(table_by_method(part, maximise=spec.maximise, mark="**{}**")), "method"),
+                  "", f"Gap to {spec.reference_name} (%):", "",
+                  markdown_table(labelled(table_by_method(part, "gap_pct", digits=1, mark="**{}**")), "method")]
+        rows = paper_rows(problem, setting)
+        if rows is not None:
+            lines += ["", f"Paper, Table {number} (N = 100):", "", markdown_table(labelled(paper_table(rows)), "method"),
+                      "", "Relative to the 1/sqrt(d) model at the same n/N (%), ours / paper:", "",
+                      markdown_table(labelled(side_by_side(relative_to_base(part), paper_relative(rows))), "method")]
+    return "\n".join(lines)
 
 
 def relative_to_base(results: pd.DataFrame, base: str = "inv_sqrt_d") -> pd.DataFrame:

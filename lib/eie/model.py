@@ -24,7 +24,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .attention import Attention, AttentionContext
@@ -132,8 +131,8 @@ class AttentionModel(nn.Module):
         self.embed = problem.make_node_embedding(config.dim)
         self.encoder = nn.ModuleList(EncoderLayer(config) for _ in range(config.layers))
         self.decoder = Decoder(config, problem.make_step_context(config.dim))
-        # A second decision per step, after the pointer (bin packing's placement), when the problem has one.
-        self.action_head = problem.make_action_head(config.dim) if hasattr(problem, "make_action_head") else None
+        # A second decision per step, after the pointer (bin packing's placement); None for most problems.
+        self.action_head = problem.make_action_head(config.dim)
 
     def encoder_context(self, instance: dict, layer: int, batch: int, device) -> AttentionContext:
         n = torch.full((batch,), float(self.problem.size(instance)), device=device)

@@ -61,6 +61,21 @@ PAPER_CVRP = {
 # Table 4: CVRP inference time in hours against n (the paper's test sets; EIE said to add 0.02 s).
 PAPER_CVRP_TIME_H = {200: 0.17, 400: 0.54, 800: 2.18, 1600: 8.18}
 
+# The paper's table number for each problem's extrapolation results.
+TABLE_NUMBER = {"bpp": 1, "tsp": 2, "cvrp": 3}
+
+
+def paper_rows(problem: str, setting: str) -> dict | None:
+    """The paper's table for a problem and setting ("", "C10", "120x100"), None where it has none."""
+    if problem == "tsp":
+        return PAPER_TSP
+    if problem == "cvrp":
+        return PAPER_CVRP.get(int(float(setting.lstrip("C"))))
+    if problem == "bpp":
+        return PAPER_BPP.get(tuple(int(s) for s in setting.split("x")))
+    return None
+
+
 def paper_table(rows: dict):
     """A paper table as mean (std) strings, methods by n."""
     import pandas as pd

@@ -59,22 +59,40 @@ def draw_packing(ax, placements, length: int, width: int, title: str = "") -> No
     ax.set_box_aspect((length, width, top))
 
 
-def extrapolation_figure(results, ylabel: str, reference_label: str = "reference"):
-    """One problem's extrapolation at a glance: a column per setting (capacity, bin); on top the
-    mean objective against n for each method, its standard deviation over seeds as a band, the
-    reference solver dashed; below, the gap to the reference (%). `results` has the columns of
-    `eie.study.RESULT_COLUMNS`."""
+def relative_to(results, base: str = "inv_sqrt_d"):
+    """Each method's objective relative to the `base` model at the same n and training seed, in %
+    (100 (objective / base objective - 1)): columns setting, method, n, seed, relative. Differences
+    of 1-3 %, invisible on the objective's own scale, stand out; the spread over seeds is kept."""
+    models = results[results.method != "reference"]
+    base_values = models[models.method == base].set_index(["setting", "n", "seed"]).objective
+    if base_values.empty:
+        raise ValueError(f"no {base!r} rows to compare with; methods present: {sorted(set(models.method))}")
+    keyed = models.set_index(["setting", "n", "seed"])
+    out = keyed.assign(relative=100 * (keyed.objective / base_values.reindex(keyed.index) - 1)).reset_index()
+    return out[["setting", "method", "n", "seed", "relative"]]
+
+
+def extrapolation_figure(results, ylabel: str, reference_label: str = "reference", base: str = "inv_sqrt_d"):
+    """One problem's extrapolation at a glance: a column per setting (capacity, bin); from the top,
+    the mean objective against n for each method (band: standard deviation over seeds) with the
+    reference solver dashed; the gap to the reference (%); and each method relative to the `base`
+    model at the same n and seed (%; `relative_to`), where differences of a few per cent show.
+    `results` has the columns of `eie.study.RESULT_COLUMNS`."""
     import numpy as np
 
     settings = list(dict.fromkeys(results.setting))
-    fig, axes = plt.subplots(2, len(settings), figsize=(5.2 * len(settings), 7.6), squeeze=False, sharex="col")
+    has_base = base in set(results.method)
+    rows = ("objective", "gap_pct", "relative") if has_base else ("objective", "gap_pct")
+    fig, axes = plt.subplots(len(rows), len(settings), figsize=(5.2 * len(settings), 3.8 * len(rows)), squeeze=False,
+                             sharex="col")
     for column, setting in enumerate(settings):
         part = results[results.setting == setting]
         lengths = sorted(part.n.unique())
         shown = list(dict.fromkeys(part.method[part.method != "reference"]))
-        for row, value in enumerate(("objective", "gap_pct")):
+        for row, value in enumerate(rows):
             ax = axes[row, column]
-            stats = part[part.method != "reference"].groupby(["method", "n"], sort=False)[value].agg(["mean", "std"])
+            values = relative_to(part, base) if value == "relative" else part[part.method != "reference"]
+            stats = values.groupby(["method", "n"], sort=False)[value].agg(["mean", "std"])
             for method in shown:
                 s = stats.loc[method].reindex(lengths)
                 ax.plot(s.index, s["mean"], marker="o", label=methods.label(method), **rule_kwargs(method))
@@ -87,9 +105,14 @@ def extrapolation_figure(results, ylabel: str, reference_label: str = "reference
                     ax.plot(reference.index, reference, ls="--", color="black", marker="x", label=reference_label)
                 ax.set(ylabel=ylabel, title=setting or None)
                 ax.legend(fontsize=7)
+            elif value == "gap_pct":
+                ax.axhline(0, color="black", lw=0.8, ls="--")
+                ax.set(ylabel=f"gap to {reference_label} (%)")
             else:
                 ax.axhline(0, color="black", lw=0.8, ls="--")
-                ax.set(xlabel="$n$", ylabel=f"gap to {reference_label} (%)")
+                ax.set(ylabel=f"vs {methods.label(base)} at the same n (%)")
+            if row == len(rows) - 1:
+                ax.set(xlabel="$n$")
             length_axis(ax, min(lengths), max(lengths))
     fig.tight_layout()
     return fig

@@ -11,6 +11,8 @@ These probes measure, on a trained model and real instances:
   the same size reaches under the same binning;
 - `gaussian_row_entropy`: the entropy a row would have if its logits were i.i.d. normal with the
   measured spread (separates "the logits are Gaussian" from "q and k are standard normal");
+- `measured_entropy`: the three above, per layer, method and n: the measured row entropy against
+  Eq. 6 for the method's lambda(n) and against Gaussian logits with the measured spread;
 - `permutation_check`: Theorem 1 on a trained model (permuting the nodes permutes the encoder
   output and the first-step probabilities, and leaves the greedy cost unchanged), with each
   problem's own node permutation (`Problem.permute`).
@@ -24,8 +26,8 @@ import numpy as np
 import torch
 from scipy import stats
 
-from .entropy import softmax_entropy
-from .evaluation import greedy_costs, method_applied
+from .entropy import entropy_eq6, softmax_entropy
+from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, method_applied
 from .methods import BoundMethod
 from .model import AttentionModel
 
@@ -103,6 +105,33 @@ def gaussian_row_entropy(n: int, spread: torch.Tensor, seed: int = 0) -> float:
         total += float(softmax_entropy(part[:, None] * z).sum())
         rows += part.shape[0]
     return total / rows
+
+
+@torch.no_grad()
+def measured_entropy(models: dict, methods: list[BoundMethod], n_train: int, n_max: int, instances: int,
+                     test_seed: int = 4321, eq6_samples: int = 2048):
+    """For each method, n = N * 2^k <= n_max and encoder layer: the mean entropy of the attention rows
+    over `instances` test instances ("measured"), what Eq. 6 predicts for the method's lambda(n)
+    ("eq6", standard normal q and k) and the entropy of i.i.d. Gaussian logits with the spread the
+    model produces ("gaussian_logits"). `models` maps a trained method's key to its model; each
+    method runs on `models[method.model_key]`. Returns a DataFrame (method, n, layer, lambda,
+    measured, eq6, gaussian_logits)."""
+    import pandas as pd
+
+    problem = next(iter(models.values())).problem
+    d = next(iter(models.values())).config.head_dim
+    rows = []
+    for n in extrapolation_lengths(n_train, n_max):
+        batch = fixed_test_set(problem, n, instances, test_seed)
+        lam = [float(method.rule(float(n))) for method in methods]
+        predicted = entropy_eq6(torch.full((len(methods),), n), torch.tensor(lam), d, samples=eq6_samples)
+        for i, method in enumerate(methods):
+            result = probe_encoder(models[method.model_key], batch, method)
+            for layer, (entropy, spread) in enumerate(zip(result.entropies, result.logit_spread)):
+                rows.append({"method": method.key, "n": n, "layer": layer + 1, "lambda": lam[i],
+                             "measured": float(entropy.mean()), "eq6": float(predicted.mean[i]),
+                             "gaussian_logits": gaussian_row_entropy(n, spread, seed=layer)})
+    return pd.DataFrame(rows)
 
 
 @torch.no_grad()

@@ -18,9 +18,9 @@ from tqdm import tqdm
 from . import methods as registry
 from . import scaling
 from .eie_net import fit_eie, load_eie_net, save_eie_net
-from .evaluation import (extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds,
-                         reference_costs)
+from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
 from .methods import BoundMethod
+from .problems import make_problem
 from .paths import eie_net_path, exact_table_path, results_dir
 from .training import TrainConfig, export_policy, load_trained, resolve_device, train
 
@@ -68,16 +68,21 @@ def training_setups(notebook: str, params: dict) -> list[dict]:
                                            "baseline_eval_size", "lr_decay_on_p", "n_mode")}
     common["sites"] = tuple(params["sites"])
     if notebook == "03_train_tsp":
-        return [{"setting": "", "tag": "", "config": {"problem": "tsp", "lr": params["lr"], **common}}]
-    if notebook == "04_train_cvrp":
-        return [{"setting": f"C{c}", "tag": f"_C{c}", "config": {
-            "problem": "cvrp", "problem_options": {"capacity": c, "size_counts_depot": params["size_counts_depot"]},
-            "lr": params["lr_by_capacity"][c], **common}} for c in params["capacities"]]
-    if notebook == "05_train_bpp":
-        return [{"setting": f"{length}x{width}", "tag": f"_{length}x{width}", "config": {
-            "problem": "bpp", "problem_options": {"length": length, "width": width}, "lr": params["lr"], **common}}
-            for length, width in params["bins"]]
-    raise ValueError(f"{notebook!r} is not a training notebook; choose from 03_train_tsp, 04_train_cvrp, 05_train_bpp")
+        runs = [("tsp", {}, params["lr"])]
+    elif notebook == "04_train_cvrp":
+        runs = [("cvrp", {"capacity": c, "size_counts_depot": params["size_counts_depot"]}, params["lr_by_capacity"][c])
+                for c in params["capacities"]]
+    elif notebook == "05_train_bpp":
+        runs = [("bpp", {"length": length, "width": width}, params["lr"]) for length, width in params["bins"]]
+    else:
+        raise ValueError(f"{notebook!r} is not a training notebook; choose from 03_train_tsp, 04_train_cvrp, "
+                         "05_train_bpp")
+    setups = []
+    for problem, options, lr in runs:
+        setting = make_problem(problem, **options).setting
+        config = {"problem": problem, "problem_options": options, "lr": lr, **common}
+        setups.append({"setting": setting, "tag": f"_{setting}" if setting else "", "config": config})
+    return setups
 
 
 def train_models(rules, seeds, run: str = "default", device: str = "auto", progress: bool = True, tag: str = "",
@@ -132,12 +137,12 @@ def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int,
     `objective` is the cost (tour length, distance), or for a problem with `maximise = True` (bin
     packing) minus the cost (the load rate); `gap_pct` is positive where the method is worse than the
     reference either way. Returns (long table with RESULT_COLUMNS, per-instance objectives
-    {(method, seed, n): array}, reference objectives {n: array}).
+    {(setting, method, seed, n): array}, reference objectives {n: array}).
     """
     device = resolve_device(device)
     any_model = next(iter(models.values()))
     problem = any_model.problem
-    sign = -1.0 if getattr(problem, "maximise", False) else 1.0  # objective = sign * cost
+    sign = -1.0 if problem.maximise else 1.0  # objective = sign * cost
     seeds = sorted({seed for _, seed in models})
     lengths = extrapolation_lengths(n_train, n_max)
     rows, per_instance, references = [], {}, {}
@@ -146,8 +151,8 @@ def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int,
     for n in lengths:
         instances = fixed_test_set(problem, n, test_size, test_seed, device)
         k = min(reference_size, test_size)
-        reference = sign * reference_costs(problem, {key: v[:k] for key, v in instances.items()},
-                                           **(reference_options or {})) if k > 0 else np.array([])
+        reference = sign * problem.reference_costs({key: v[:k] for key, v in instances.items()},
+                                                   **(reference_options or {})) if k > 0 else np.array([])
         references[n] = reference
         bar.update()
         for seed in seeds:
@@ -155,7 +160,7 @@ def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int,
                 model = models[(method.model_key, seed)].to(device)
                 costs = greedy_costs(model, instances, method, chunk=chunk)
                 objective = sign * costs.cpu().numpy()
-                per_instance[(method.key, seed, n)] = objective
+                per_instance[(setting, method.key, seed, n)] = objective
                 gap = 100 * sign * (objective[:k].mean() / reference.mean() - 1) if k > 0 else float("nan")
                 rows.append({"problem": problem.name, "setting": setting, "method": method.key, "seed": seed, "n": n,
                              "objective": float(objective.mean()), "gap_pct": float(gap)})
@@ -206,4 +211,8 @@ def table_by_method(results: pd.DataFrame, value: str = "objective", digits: int
 
 
 def save_instance_costs(per_instance: dict, path) -> None:
-    np.savez_compressed(path, **{f"{m}|{s}|{n}": v for (m, s, n), v in per_instance.items()})
+    """Per-instance objectives {(setting, method, seed, n): array} (what `evaluate` returns, merged over
+    settings) as one .npz, entries 'setting/method|seed|n' ('method|seed|n' without a setting), the
+    layout `comparison.load_instance_objectives` reads back."""
+    np.savez_compressed(path, **{f"{setting + '/' if setting else ''}{m}|{s}|{n}": v
+                                 for (setting, m, s, n), v in per_instance.items()})

@@ -1,61 +1,119 @@
-"""The problem interface that the model, the training loop and the evaluation rely on.
+"""The problem interface: everything the model, the training loop, the evaluation, the probes and
+the result files rely on, declared in one place (`Problem`, `State`).
 
-A problem is a small stateless object. Instances are dicts of batched tensors; decoding state is a
-problem-specific dataclass updated functionally (`state.update(action)` returns a new state).
+A problem is a small stateless object. Instances are dicts of batched tensors whose axis 1 runs over
+the nodes; decoding state is a problem-specific object updated functionally (`State`):
 
     instance = problem.generate(batch, n, generator)      # seeded
     state = problem.initial_state(instance)
     while not state.done:
         mask = state.mask()                                 # (B, n_choices) True = not allowed now
-        state = state.update(action)                         # action: (B,) long
+        state = state.update(action)                         # action: (B,) long (or (B, k) with a second decision)
     cost = problem.cost(instance, state.solution())         # (B,), lower is better
     problem.check(instance, state.solution())                # raises InfeasibleSolution
 
-The model asks the problem for the two pieces that differ between problems:
-`problem.make_node_embedding(dim)` (input features -> node embeddings) and
-`problem.make_step_context(dim)` (decoding state -> the step part of the decoder's query).
+What differs between problems and what the rest of the study asks of them:
+- model pieces: `make_node_embedding(dim)`, `make_step_context(dim)`, and optionally
+  `make_action_head(dim)` (a second decision per step after the pointer, e.g. bin packing's
+  placement; None: there is none);
+- `size(instance)`: the n the scaling rules see; `positions(instance)`: node coordinates for
+  position-aware attention (None: the nodes have none); `permute(instance, generator)`: the
+  instance with its interchangeable nodes reordered (Theorem 1 checks);
+- reporting: `maximise` (the reported objective is -cost and higher is better), `setting` (the
+  label of this instance of the problem in tables and checkpoint names: "" or "C10" or "120x100"),
+  `reference_name` and `reference_costs(instance, **options)` (the classical solver every gap is
+  measured against), `result_files` (the table and per-instance files a run writes).
+
+A fourth problem is one module subclassing `Problem` plus one line in `eie.problems.PROBLEMS`.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+import numpy as np
 import torch
 from torch import nn
+
+
+class State(Protocol):
+    """A batched decoding state."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def mask(self) -> torch.Tensor:
+        """(B, n_choices) bool, True where the next action is not allowed."""
+        ...
+
+    def update(self, action: torch.Tensor) -> "State": ...
+
+    def solution(self) -> torch.Tensor: ...
 
 
 class InfeasibleSolution(ValueError):
     """A finished solution that breaks the problem's constraints."""
 
 
-class Problem(Protocol):
-    name: str
+class Problem:
+    """Base class of the study's problems; subclasses fill in the methods that raise."""
 
-    def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict: ...
+    name: str = ""
+    objective_name: str = "cost"  # what the tables report, e.g. "tour length"
+    maximise: bool = False
+    reference_name: str = "reference"
+
+    @property
+    def setting(self) -> str:
+        """This problem's settings as a label ("" when it has none worth naming)."""
+        return ""
+
+    @property
+    def result_files(self) -> tuple[str, str]:
+        """(results table, per-instance objectives) a run writes to results/<run>/."""
+        return f"{self.name}.csv", f"{self.name}_instance_costs.npz"
+
+    def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:
+        raise NotImplementedError
 
     def size(self, instance: dict) -> int:
         """The problem size n the scaling rules see for this instance."""
-        ...
+        raise NotImplementedError
 
     def positions(self, instance: dict) -> torch.Tensor | None:
-        """(B, nodes, 2) coordinates of the encoded nodes, or None (what position-aware attention sees)."""
-        ...
+        """(B, nodes, 2) coordinates of the encoded nodes, or None."""
+        return None
 
     def permute(self, instance: dict, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
         """The instance with its interchangeable nodes in a random order, and `order` such that node
         i of the permuted instance is node order[i] of the original (over the encoded nodes, so
-        encode(permuted) == encode(instance)[:, order] for an equivariant model; Theorem 1)."""
-        ...
+        encode(permuted) == encode(instance)[:, order] for an equivariant model; Theorem 1).
+        Default: every node is interchangeable."""
+        order = torch.randperm(self.size(instance), generator=generator)
+        return reorder(instance, order), order
 
-    def initial_state(self, instance: dict): ...
+    def initial_state(self, instance: dict) -> State:
+        raise NotImplementedError
 
-    def cost(self, instance: dict, solution: torch.Tensor) -> torch.Tensor: ...
+    def cost(self, instance: dict, solution: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
 
-    def check(self, instance: dict, solution: torch.Tensor) -> None: ...
+    def check(self, instance: dict, solution: torch.Tensor) -> None:
+        raise NotImplementedError
 
-    def make_node_embedding(self, dim: int) -> nn.Module: ...
+    def reference_costs(self, instance: dict, **options) -> np.ndarray:
+        """Costs (same sign as `cost`) of the classical reference solver on every instance."""
+        raise NotImplementedError(f"no reference solver for {self.name!r}")
 
-    def make_step_context(self, dim: int) -> nn.Module: ...
+    def make_node_embedding(self, dim: int) -> nn.Module:
+        raise NotImplementedError
+
+    def make_step_context(self, dim: int) -> nn.Module:
+        raise NotImplementedError
+
+    def make_action_head(self, dim: int) -> nn.Module | None:
+        """A second decision per step after the pointer, or None."""
+        return None
 
 
 def reorder(instance: dict, order: torch.Tensor) -> dict:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution, reorder
+from .base import InfeasibleSolution, Problem
 from .heightmap import oriented, place, resting_heights, window_sums
 
 MIN_EDGE, MAX_EDGE = 10, 50
@@ -170,9 +170,12 @@ class PlacementHead(nn.Module):
         return torch.stack([box, orientation, cx, cy], dim=1), log_p.gather(1, choice[:, None])[:, 0]
 
 
-class BPP:
+class BPP(Problem):
     name = "bpp"
+    objective_name = "load rate (%)"
     maximise = True  # the reported objective (load rate) is -cost
+    reference_name = "best heuristic"
+    result_files = ("bpp.csv", "bpp_instance_load_rates.npz")
 
     def __init__(self, length: int = 120, width: int = 100):
         if not (MAX_EDGE <= length <= 1000 and MAX_EDGE <= width <= 1000):
@@ -193,13 +196,15 @@ class BPP:
     def size(self, instance: dict) -> int:
         return instance["dims"].shape[1]
 
-    def permute(self, instance: dict, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
-        order = torch.randperm(self.size(instance), generator=generator)
-        return reorder(instance, order), order
-
     def positions(self, instance: dict) -> None:
         """Boxes have no positions before they are packed."""
         return None
+
+    def reference_costs(self, instance: dict, **options):
+        """Costs (minus load rates) of the best sort-then-place heuristic (`bpp_heuristics`)."""
+        from .bpp_heuristics import best_heuristic_costs
+
+        return best_heuristic_costs(self, instance, **options)
 
     def initial_state(self, instance: dict) -> BPPState:
         dims = instance["dims"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution, reorder
+from .base import InfeasibleSolution, Problem, reorder
 
 DEPOT = 0
 _EPS = 1e-6
@@ -91,14 +91,20 @@ class CVRPStepContext(nn.Module):
         return self.project(torch.cat([current, state.remaining[:, None]], dim=1))
 
 
-class CVRP:
+class CVRP(Problem):
     name = "cvrp"
+    objective_name = "total distance"
+    reference_name = "HGS"
 
     def __init__(self, capacity: float = 10.0, size_counts_depot: bool = False):
         if capacity <= 1:
             raise ValueError(f"the vehicle capacity must exceed the largest demand (1), got {capacity}")
         self.capacity = float(capacity)
         self.size_counts_depot = size_counts_depot
+
+    @property
+    def setting(self) -> str:
+        return f"C{self.capacity:g}"
 
     def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:
         """n destinations plus the depot (node 0); demand in units of C_v, zero at the depot."""
@@ -122,6 +128,12 @@ class CVRP:
         destinations = instance["coords"].shape[1] - 1
         order = torch.cat([torch.zeros(1, dtype=torch.long), 1 + torch.randperm(destinations, generator=generator)])
         return reorder(instance, order), order
+
+    def reference_costs(self, instance: dict, iterations: int | None = 1000, time_limit: float | None = None):
+        """HGS's total distances (`eie.solvers.hgs_cvrp_costs`)."""
+        from ..solvers import hgs_cvrp_costs
+
+        return hgs_cvrp_costs(instance, self.capacity, iterations=iterations, time_limit=time_limit)
 
     def initial_state(self, instance: dict) -> CVRPState:
         coords = instance["coords"]

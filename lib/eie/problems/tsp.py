@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution, reorder
+from .base import InfeasibleSolution, Problem
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,10 @@ class TSPNodeEmbedding(nn.Module):
         return self.linear(instance["coords"])
 
 
-class TSP:
+class TSP(Problem):
     name = "tsp"
+    objective_name = "tour length"
+    reference_name = "LKH"
 
     def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:
         if n < 2 or batch < 1:
@@ -81,10 +83,6 @@ class TSP:
     def positions(self, instance: dict) -> torch.Tensor:
         """(B, n, 2) city coordinates, for attention methods that use positions."""
         return instance["coords"]
-
-    def permute(self, instance: dict, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
-        order = torch.randperm(self.size(instance), generator=generator)
-        return reorder(instance, order), order
 
     def initial_state(self, instance: dict) -> TSPState:
         coords = instance["coords"]
@@ -105,6 +103,12 @@ class TSP:
         bad = (solution.sort(dim=1).values != expected).any(1).nonzero()[:, 0]
         if len(bad):
             raise InfeasibleSolution(f"TSP tours must visit each of the {n} cities once; instances {bad[:5].tolist()} do not")
+
+    def reference_costs(self, instance: dict, runs: int = 1):
+        """LKH's tour lengths (`eie.solvers.lkh_tsp_costs`)."""
+        from ..solvers import lkh_tsp_costs
+
+        return lkh_tsp_costs(instance["coords"], runs=runs)
 
     def make_node_embedding(self, dim: int) -> nn.Module:
         return TSPNodeEmbedding(dim)
