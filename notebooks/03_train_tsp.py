@@ -65,18 +65,14 @@ run = "default"
 # %% tags=[]
 import matplotlib.pyplot as plt
 
-from eie import run_checks, study
+from eie import comparison, run_checks, study
 from eie.parameters import check_parameters
-from eie.methods import label
-from eie.paper import PAPER_TSP, paper_table
-from eie.paths import results_dir
-from eie.plotting import apply_style, extrapolation_figure, rule_kwargs, save_figure
+from eie.plotting import apply_style, extrapolation_figure, save_figure, training_figure
 
-globals().update(check_parameters("03_train_tsp", globals()))  # every parameter checked before any compute
+params = check_parameters("03_train_tsp", globals())  # every parameter checked before any compute
+globals().update(params)
 apply_style()
-out = results_dir(run)
 d = 16  # head size of the model (width 128, 8 heads)
-methods = list(rules) + [m for m in training_free if "inv_sqrt_d" in rules]
 
 # %% [markdown] tags=[]
 # ## Entropy-invariant scales for this training length
@@ -92,14 +88,12 @@ print(study.describe_scales(net, table, d, n_train, n_max))
 # ## Training
 #
 # Checkpoints are written after every epoch to `results/<run>/checkpoints/`: rerunning the notebook
-# resumes each model where it stopped (and skips finished ones).
+# resumes each model where it stopped (and skips finished ones). The training log goes to
+# `results/<run>/tsp_training_log.csv`, the first seed's policies (weights only, what notebook 07
+# reads) to `results/<run>/models/`.
 
 # %% tags=[]
-(setup,) = study.training_setups("03_train_tsp", globals())  # the TrainConfig fields, from the parameters
-models, logs = study.train_models(rules, seeds, run=run, device=device, progress=progress, **setup["config"])
-logs.drop(columns="seconds").to_csv(out / "tsp_training_log.csv", index=False, float_format="%.6f")  # no timings: reruns give the same file
-# The first seed's policies, weights only, for notebook 07 (results/<run>/models/).
-exported = study.export_policies([study.model_name("tsp", rule, n_train, seeds[0]) for rule in rules], run=run)
+models, logs = study.train_problem("03_train_tsp", params)
 print(run_checks.check_training_log(logs, rules, seeds, epochs))
 
 # %% [markdown] tags=[]
@@ -110,14 +104,7 @@ print(run_checks.check_training_log(logs, rules, seeds, epochs))
 print(logs.groupby(["rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
 
 # %% tags=[]
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-for (rule, seed), log in logs.groupby(["rule", "seed"]):
-    axes[0].plot(log.epoch, log.eval_cost, alpha=0.8, label=f"{label(rule)}, seed {seed}", **rule_kwargs(rule))
-    axes[1].plot(log.epoch, log.p_value, alpha=0.8, **rule_kwargs(rule))
-axes[0].set(xlabel="epoch", ylabel=f"greedy tour length, TSP{n_train}", title="held-out cost")
-axes[1].axhline(0.05, color="grey", ls=":")
-axes[1].set(xlabel="epoch", ylabel="p-value (paired t-test)", yscale="log", title="baseline test")
-axes[0].legend(fontsize=7)
+fig = training_figure(logs, f"greedy tour length, TSP{n_train}")
 save_figure(fig, "03_tsp_training", run=run)
 plt.show()
 
@@ -125,12 +112,7 @@ plt.show()
 # ## Extrapolation (Table 2)
 
 # %% tags=[]
-results, per_instance, references = study.evaluate(
-    models, study.bind_methods(methods, d, n_train, net, table), n_train, n_max, test_size=test_size, test_seed=test_seed,
-    reference_size=reference_size, reference_options={"runs": lkh_runs}, chunk=eval_chunk, device=device,
-    progress=progress)
-results.to_csv(out / "tsp.csv", index=False, float_format="%.4f")
-study.save_instance_costs(per_instance, out / "tsp_instance_costs.npz")
+results, per_instance, references = study.evaluate_problem("03_train_tsp", params, models, net, table, d)
 print("Every reported tour passed the permutation check.")
 
 # %% [markdown] tags=[]
@@ -141,23 +123,13 @@ print("Every reported tour passed the permutation check.")
 print(run_checks.check_extrapolation(results, n_train, "LKH", max_gap_at_n_train))
 
 # %% [markdown] tags=[]
-# Mean tour length (standard deviation over seeds), best per column starred; then the gap to LKH
-# in percent (machine-dependent, not compared).
+# Mean tour length (standard deviation over seeds), best per column in bold; the gap to LKH in
+# percent; and when `n_train = 100` the paper's Table 2 (TSP100 → 1600, five seeds) with both
+# relative to the $1/\sqrt d$ model (machine-dependent, not compared).
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-labels = lambda frame: frame.rename(index=label)  # noqa: E731
-print("Tour length:")
-print(labels(study.table_by_method(results, "objective")).to_string())
-print("\nGap to LKH (%):")
-print(labels(study.table_by_method(results, "gap_pct", digits=1)).to_string())
-print("\nLKH mean tour length:", {n: round(float(r.mean()), 2) for n, r in references.items()})
-
-# %% [markdown] tags=[]
-# The paper's Table 2 (TSP100 → 1600, five seeds), for comparison when `n_train = 100`:
-
-# %% tags=[]
-print(paper_table(PAPER_TSP).to_string())
+print(comparison.problem_tables("tsp", results, per_instance))
 
 # %% tags=[]
 fig = extrapolation_figure(results, "mean tour length", "LKH (subset)")

@@ -75,20 +75,17 @@ run = "default"
 
 # %% tags=[]
 import matplotlib.pyplot as plt
-import pandas as pd
 
-from eie import run_checks, study
+from eie import comparison, run_checks, study
 from eie.parameters import check_parameters
-from eie.methods import label
-from eie.paper import PAPER_CVRP, PAPER_CVRP_TIME_H, paper_table
 from eie.paths import results_dir
-from eie.plotting import apply_style, extrapolation_figure, rule_kwargs, save_figure
+from eie.plotting import apply_style, extrapolation_figure, save_figure, training_figure
 
-globals().update(check_parameters("04_train_cvrp", globals()))  # every parameter checked before any compute
+params = check_parameters("04_train_cvrp", globals())  # every parameter checked before any compute
+globals().update(params)
 apply_style()
 out = results_dir(run)
 d = 16  # head size of the model (width 128, 8 heads)
-methods = list(rules) + [m for m in training_free if "inv_sqrt_d" in rules]
 
 # %% [markdown] tags=[]
 # ## Entropy-invariant scales for this training length
@@ -109,31 +106,19 @@ print(study.describe_scales(net, table, d, n_train, n_max))
 # notebook resumes each model where it stopped and skips finished ones.
 
 # %% tags=[]
-models, logs = {}, []
-for capacity, setup in zip(capacities, study.training_setups("04_train_cvrp", globals())):
-    trained, log = study.train_models(rules, seeds, run=run, device=device, progress=progress, tag=setup["tag"],
-                                      **setup["config"])
-    models[capacity] = trained
-    logs.append(log.assign(capacity=capacity))
-logs = pd.concat(logs, ignore_index=True)
-logs.drop(columns="seconds").to_csv(out / "cvrp_training_log.csv", index=False, float_format="%.6f")
-for capacity in capacities:
-    print(f"C_v = {capacity}:", run_checks.check_training_log(logs[logs.capacity == capacity], rules, seeds, epochs))
+models, logs = study.train_problem("04_train_cvrp", params)  # models and logs by setting ("C10", ...)
+for setting in models:
+    print(f"{setting}:", run_checks.check_training_log(logs[logs.setting == setting], rules, seeds, epochs))
 
 # %% [markdown] tags=[]
 # Final held-out greedy distance by capacity, rule and seed (machine-dependent, not compared):
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-print(logs.groupby(["capacity", "rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
+print(logs.groupby(["setting", "rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
 
 # %% tags=[]
-fig, axes = plt.subplots(1, len(capacities), figsize=(5.2 * len(capacities), 3.6), squeeze=False)
-for ax, capacity in zip(axes[0], capacities):
-    for (rule, seed), log in logs[logs.capacity == capacity].groupby(["rule", "seed"]):
-        ax.plot(log.epoch, log.eval_cost, alpha=0.8, label=f"{label(rule)}, seed {seed}", **rule_kwargs(rule))
-    ax.set(xlabel="epoch", ylabel=f"greedy distance, CVRP{n_train}", title=f"held-out cost, $C_v$ = {capacity}")
-axes[0, 0].legend(fontsize=7)
+fig = training_figure(logs, f"greedy distance, CVRP{n_train}")
 save_figure(fig, "04_cvrp_training", run=run)
 plt.show()
 
@@ -141,18 +126,7 @@ plt.show()
 # ## Extrapolation (Table 3)
 
 # %% tags=[]
-results, per_instance = [], {}
-for capacity in capacities:
-    result, costs, _ = study.evaluate(
-        models[capacity], study.bind_methods(methods, d, n_train, net, table), n_train, n_max, test_size=test_size, setting=f"C{capacity}",
-        test_seed=test_seed, reference_size=reference_size,
-        reference_options={"iterations": hgs_iterations, "time_limit": hgs_time_limit},
-        chunk=eval_chunk, device=device, progress=progress)
-    results.append(result)
-    per_instance.update(costs)
-results = pd.concat(results, ignore_index=True)
-results.to_csv(out / "cvrp.csv", index=False, float_format="%.4f")
-study.save_instance_costs(per_instance, out / "cvrp_instance_costs.npz")
+results, per_instance, references = study.evaluate_problem("04_train_cvrp", params, models, net, table, d)
 print("Every reported solution passed the feasibility check (each destination once, no route over capacity).")
 
 # %% [markdown] tags=[]
@@ -163,25 +137,13 @@ print("Every reported solution passed the feasibility check (each destination on
 print(run_checks.check_extrapolation(results, n_train, "HGS", max_gap_at_n_train))
 
 # %% [markdown] tags=[]
-# Mean total distance (standard deviation over seeds), best per column starred; then the gap to
-# HGS in percent (machine-dependent, not compared); then the paper's Table 3 (CVRP100 → 1600, five
-# seeds) for comparison when `n_train = 100`.
+# Mean total distance (standard deviation over seeds), best per column in bold; the gap to HGS in
+# percent; and the paper's Table 3 (CVRP100 → 1600, five seeds) with both relative to the
+# $1/\sqrt d$ model (machine-dependent, not compared).
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-labels = lambda frame: frame.rename(index=label)  # noqa: E731
-for capacity in capacities:
-    part = results[results.setting == f"C{capacity}"]
-    print(f"== C_v = {capacity}\nTotal distance:")
-    print(labels(study.table_by_method(part, "objective")).to_string())
-    print("Gap to HGS (%):")
-    print(labels(study.table_by_method(part, "gap_pct", digits=1)).to_string())
-    reference = part[part.method == "reference"]
-    print("HGS mean distance (subset):", dict(zip(reference.n, reference.objective.round(2))))
-    if capacity in PAPER_CVRP:
-        print("Paper, Table 3:")
-        print(labels(paper_table(PAPER_CVRP[capacity])).to_string())
-    print()
+print(comparison.problem_tables("cvrp", results, per_instance))
 
 # %% tags=[]
 fig = extrapolation_figure(results, "mean total distance", "HGS (subset)")
@@ -201,16 +163,10 @@ plt.show()
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-timing = study.inference_times(models[capacities[0]][("inv_sqrt_d", seeds[0])],
+timing = study.inference_times(next(iter(models.values()))[("inv_sqrt_d", seeds[0])],
                                study.bind_methods(["inv_sqrt_d", "eie"], d, n_train, net, table), n_train, n_max,
                                size=time_size, test_seed=test_seed, repeats=time_repeats, chunk=eval_chunk,
                                device=device, progress=False)
 timing.to_csv(out / "cvrp_inference_time.csv", index=False, float_format="%.6g")
-wide = timing.pivot(index="n", columns="method", values="seconds")
-table4 = pd.DataFrame({
-    f"1/sqrt(d), {time_size} inst. (s)": wide["inv_sqrt_d"], f"EIE, {time_size} inst. (s)": wide["eie"],
-    "EIE - 1/sqrt(d) (s)": wide["eie"] - wide["inv_sqrt_d"],
-    "16384 inst. at this rate (h)": wide["inv_sqrt_d"] / time_size * 16384 / 3600,
-    "paper, Table 4 (h)": [PAPER_CVRP_TIME_H.get(n, float("nan")) for n in wide.index]})
-print(table4.to_string(float_format=lambda v: f"{v:.4g}"))
+print(study.inference_time_table(timing).to_string(float_format=lambda v: f"{v:.4g}"))
 print(f"one evaluation of the EIE net: {1e3 * study.eie_net_seconds(net, float(n_max)):.3f} ms")

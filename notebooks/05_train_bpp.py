@@ -70,25 +70,22 @@ run = "default"
 
 # %% tags=[]
 import matplotlib.pyplot as plt
-import pandas as pd
 
-from eie import run_checks, study
+from eie import comparison, run_checks, study
+from eie.evaluation import extrapolation_lengths, fixed_test_set
 from eie.parameters import check_parameters
-from eie.evaluation import fixed_test_set
 from eie.methods import label
-from eie.paper import PAPER_BPP, paper_table
 from eie.paths import results_dir
-from eie.plotting import apply_style, draw_packing, extrapolation_figure, save_figure
+from eie.plotting import apply_style, extrapolation_figure, packings_figure, save_figure, training_figure
 from eie.problems.bpp import BPP
-from eie.problems.bpp_heuristics import heuristic_load_rates
+from eie.problems.bpp_heuristics import heuristic_solution, heuristics_table
 
-globals().update(check_parameters("05_train_bpp", globals()))  # every parameter checked before any compute
+params = check_parameters("05_train_bpp", globals())  # every parameter checked before any compute
+globals().update(params)
 apply_style()
 out = results_dir(run)
 d = 16  # head size of the model (width 128, 8 heads)
-methods = list(rules) + [m for m in training_free if "inv_sqrt_d" in rules]
-bins = [tuple(int(s) for s in b) for b in bins]
-settings = [f"{length}x{width}" for length, width in bins]
+problems = [BPP(length, width) for length, width in bins]  # one per bin footprint, tables say "LxW"
 
 # %% [markdown] tags=[]
 # ## Entropy-invariant scales for this training length
@@ -105,46 +102,29 @@ print(study.describe_scales(net, table, d, n_train, n_max))
 # notebook 03; the cost is minus the load rate.
 
 # %% tags=[]
-models, logs = {}, []
-for setup in study.training_setups("05_train_bpp", globals()):
-    setting = setup["setting"]
-    trained, log = study.train_models(rules, seeds, run=run, device=device, progress=progress, tag=setup["tag"],
-                                      **setup["config"])
-    models[setting] = trained
-    logs.append(log.assign(bin=setting, eval_load_rate=-log.eval_cost))
-logs = pd.concat(logs, ignore_index=True)
-logs.drop(columns="seconds").to_csv(out / "bpp_training_log.csv", index=False, float_format="%.6f")
-for setting in settings:
-    print(f"bin {setting}:", run_checks.check_training_log(logs[logs.bin == setting], rules, seeds, epochs))
+models, logs = study.train_problem("05_train_bpp", params)  # models and logs by setting ("120x100", ...)
+for setting in models:
+    print(f"bin {setting}:", run_checks.check_training_log(logs[logs.setting == setting], rules, seeds, epochs))
 
 # %% [markdown] tags=[]
 # Final held-out load rate (%, greedy) by bin, rule and seed (machine-dependent, not compared):
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-print(logs.groupby(["bin", "rule", "seed"]).eval_load_rate.last().unstack("seed").round(2).to_string())
+print((-logs.groupby(["setting", "rule", "seed"]).eval_cost.last()).unstack("seed").round(2).to_string())
+
+# %% tags=[]
+fig = training_figure(logs, "load rate (%)", maximise=True)
+save_figure(fig, "05_bpp_training", run=run)
+plt.show()
 
 # %% [markdown] tags=[]
 # ## Extrapolation (Table 1)
 
 # %% tags=[]
-results, per_instance, heuristics = [], {}, []
-for (length, width), setting in zip(bins, settings):
-    result, rates, _ = study.evaluate(
-        models[setting], study.bind_methods(methods, d, n_train, net, table), n_train, n_max, test_size=test_size, setting=setting,
-        test_seed=test_seed, reference_size=reference_size, chunk=eval_chunk, device=device, progress=progress)
-    results.append(result)
-    per_instance.update(rates)
-    problem = BPP(length, width)
-    for n in sorted(set(result.n)):
-        instances = fixed_test_set(problem, n, reference_size, test_seed)
-        for order, rate in heuristic_load_rates(problem, instances).items():
-            heuristics.append({"setting": setting, "heuristic": order, "n": n, "load_rate": float(rate.mean())})
-results = pd.concat(results, ignore_index=True)
-heuristics = pd.DataFrame(heuristics)
-results.to_csv(out / "bpp.csv", index=False, float_format="%.4f")
+results, per_instance, references = study.evaluate_problem("05_train_bpp", params, models, net, table, d)
+heuristics = heuristics_table(problems, extrapolation_lengths(n_train, n_max), reference_size, test_seed)
 heuristics.to_csv(out / "bpp_heuristics.csv", index=False, float_format="%.4f")
-study.save_instance_costs(per_instance, out / "bpp_instance_load_rates.npz")
 print("Every reported packing passed the checker (each box once, inside the bin, no overlaps).")
 
 # %% [markdown] tags=[]
@@ -156,27 +136,15 @@ print("Every reported packing passed the checker (each box once, inside the bin,
 print(run_checks.check_extrapolation(results, n_train, "the best heuristic"))
 
 # %% [markdown] tags=[]
-# Mean load rate in % (standard deviation over seeds), best per column starred; the gap to the
-# best heuristic; the heuristics themselves (these three are machine-dependent, not compared); and
-# the paper's Table 1 (100 → 1600 boxes, five seeds).
+# Mean load rate in % (standard deviation over seeds), best per column in bold; the gap to the
+# best heuristic; the paper's Table 1 (100 → 1600 boxes, five seeds) with both relative to the
+# $1/\sqrt d$ model; then each heuristic's load rate (all machine-dependent, not compared).
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-labels = lambda frame: frame.rename(index=label)  # noqa: E731
-for setting in settings:
-    part = results[results.setting == setting]
-    print(f"== bin {setting}\nLoad rate (%):")
-    print(labels(study.table_by_method(part, "objective", maximise=True)).to_string())
-    print("Gap to the best heuristic (%):")
-    print(labels(study.table_by_method(part, "gap_pct", digits=1)).to_string())
-    print(f"Heuristics (first {reference_size} instances), load rate (%):")
-    print(heuristics[heuristics.setting == setting].pivot(index="heuristic", columns="n", values="load_rate")
-          .round(2).to_string())
-    key = tuple(int(s) for s in setting.split("x"))
-    if key in PAPER_BPP:
-        print("Paper, Table 1:")
-        print(labels(paper_table(PAPER_BPP[key])).to_string())
-    print()
+print(comparison.problem_tables("bpp", results, per_instance))
+print(f"\nHeuristics (first {reference_size} instances), load rate (%):")
+print(heuristics.pivot(index=["setting", "heuristic"], columns="n", values="load_rate").round(2).to_string())
 
 # %% [markdown] tags=[]
 # Load rate against $n$ for each method (bars: standard deviation over seeds), the heuristics
@@ -184,25 +152,16 @@ for setting in settings:
 # seed-0 model trained with $1/\sqrt d$, beside the volume-sorted heuristic's packing of it.
 
 # %% tags=[]
-from eie.problems.bpp_heuristics import heuristic_solution  # noqa: E402
-
 fig = extrapolation_figure(results, "load rate (%)", "best heuristic")
 fig.suptitle(f"3D bin packing, trained on n = {n_train} boxes (bands: std over seeds)", y=1.01)
 save_figure(fig, "05_bpp_extrapolation", run=run)
 plt.show()
-for (length, width), setting in zip(bins, settings):
-    problem = BPP(length, width)
+for problem in problems:
     instance = fixed_test_set(problem, n_train, 1, test_seed)
-    model = models[setting][(rules[0], seeds[0])]
-    solution, _ = model.rollout(instance, "greedy")
+    solution, _ = models[problem.setting][(rules[0], seeds[0])].rollout(instance, "greedy")
     problem.check(instance, solution)
-    packed = {f"{label(rules[0])} model, seed {seeds[0]}": solution,
-              "heuristic: volume first": heuristic_solution(problem, instance, "volume")}
-    fig = plt.figure(figsize=(10, 4.2))
-    for i, (name, sol) in enumerate(packed.items()):
-        rate = float(problem.load_rate(instance, sol)[0])
-        draw_packing(fig.add_subplot(1, 2, 1 + i, projection="3d"), sol[0].cpu().numpy(), length, width,
-                     title=f"{name}: {rate:.1f} %")
-    fig.suptitle(f"bin {setting}: the first test instance at n = {n_train}")
-    save_figure(fig, f"05_bpp_{setting}", run=run)
+    fig = packings_figure(problem, instance, {f"{label(rules[0])} model, seed {seeds[0]}": solution,
+                                              "heuristic: volume first": heuristic_solution(problem, instance, "volume")},
+                          title=f"bin {problem.setting}: the first test instance at n = {n_train}")
+    save_figure(fig, f"05_bpp_{problem.setting}", run=run)
     plt.show()

@@ -116,3 +116,38 @@ def extrapolation_figure(results, ylabel: str, reference_label: str = "reference
             length_axis(ax, min(lengths), max(lengths))
     fig.tight_layout()
     return fig
+
+
+def training_figure(logs, ylabel: str, maximise: bool = False):
+    """Training at a glance: a panel per setting with the held-out greedy objective per epoch, one
+    line per (rule, seed); a last panel with the baseline test's p-value (the 0.05 line dotted).
+    `logs` are `eie.study.train_problem`'s (columns setting, rule, seed, epoch, eval_cost, p_value);
+    with `maximise` the objective shown is -eval_cost (bin packing's load rate)."""
+    settings = list(dict.fromkeys(logs.setting))
+    fig, axes = plt.subplots(1, len(settings) + 1, figsize=(5.2 * (len(settings) + 1), 3.6), squeeze=False)
+    for ax, setting in zip(axes[0], settings):
+        for (rule, seed), log in logs[logs.setting == setting].groupby(["rule", "seed"], sort=False):
+            objective = -log.eval_cost if maximise else log.eval_cost
+            ax.plot(log.epoch, objective, alpha=0.8, label=f"{methods.label(rule)}, seed {seed}", **rule_kwargs(rule))
+        ax.set(xlabel="epoch", ylabel=f"held-out {ylabel}", title=setting or "held-out objective")
+    axes[0, 0].legend(fontsize=7)
+    p_axis = axes[0, -1]
+    for (setting, rule, seed), log in logs.groupby(["setting", "rule", "seed"], sort=False):
+        p_axis.plot(log.epoch, log.p_value, alpha=0.6, **rule_kwargs(rule))
+    p_axis.axhline(0.05, color="grey", ls=":")
+    p_axis.set(xlabel="epoch", ylabel="p-value (paired t-test)", yscale="log", title="baseline test")
+    fig.tight_layout()
+    return fig
+
+
+def packings_figure(problem, instance: dict, solutions: dict, title: str = ""):
+    """The first instance of `instance` packed by each of `solutions` ({name: (B, n, 4) placements}),
+    side by side in 3D, each titled with its load rate."""
+    fig = plt.figure(figsize=(5 * len(solutions), 4.2))
+    for i, (name, solution) in enumerate(solutions.items()):
+        rate = float(problem.load_rate(instance, solution)[0])
+        draw_packing(fig.add_subplot(1, len(solutions), 1 + i, projection="3d"), solution[0].cpu().numpy(),
+                     problem.length, problem.width, title=f"{name}: {rate:.1f} %")
+    if title:
+        fig.suptitle(title)
+    return fig

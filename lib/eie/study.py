@@ -20,7 +20,7 @@ from . import scaling
 from .eie_net import fit_eie, load_eie_net, save_eie_net
 from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
 from .methods import BoundMethod
-from .problems import make_problem
+from .problems import PROBLEMS
 from .paths import eie_net_path, exact_table_path, results_dir
 from .training import TrainConfig, export_policy, load_trained, resolve_device, train
 
@@ -58,31 +58,87 @@ def describe_scales(net, table, d: int, N: int, N_max: int) -> str:
     return "\n".join(lines)
 
 
+def problem_for(notebook: str):
+    """The problem class (`eie.problems.PROBLEMS`) whose training notebook is `notebook`."""
+    for problem in PROBLEMS.values():
+        if problem.notebook == notebook:
+            return problem
+    raise ValueError(f"{notebook!r} is not a training notebook; choose from "
+                     f"{', '.join(p.notebook for p in PROBLEMS.values())}")
+
+
 def training_setups(notebook: str, params: dict) -> list[dict]:
     """The models a training notebook trains, one entry per problem setting (a capacity, a bin):
     {"setting": its label in the tables ("" for TSP, "C10", "120x100"), "tag": the checkpoint-name
     tag, "config": the `TrainConfig` fields}. `params` are the notebook's checked parameters; the
     notebooks and `eie.worker` both build their training from here, so a preset trains the same
-    models whichever runs it."""
+    models whichever runs it. The settings come from the problem (`Problem.settings`)."""
     common = {key: params[key] for key in ("n_train", "epochs", "steps_per_epoch", "batch_size", "max_grad_norm",
                                            "baseline_eval_size", "lr_decay_on_p", "n_mode")}
     common["sites"] = tuple(params["sites"])
-    if notebook == "03_train_tsp":
-        runs = [("tsp", {}, params["lr"])]
-    elif notebook == "04_train_cvrp":
-        runs = [("cvrp", {"capacity": c, "size_counts_depot": params["size_counts_depot"]}, params["lr_by_capacity"][c])
-                for c in params["capacities"]]
-    elif notebook == "05_train_bpp":
-        runs = [("bpp", {"length": length, "width": width}, params["lr"]) for length, width in params["bins"]]
-    else:
-        raise ValueError(f"{notebook!r} is not a training notebook; choose from 03_train_tsp, 04_train_cvrp, "
-                         "05_train_bpp")
+    problem = problem_for(notebook)
     setups = []
-    for problem, options, lr in runs:
-        setting = make_problem(problem, **options).setting
-        config = {"problem": problem, "problem_options": options, "lr": lr, **common}
+    for options, lr in problem.settings(params):
+        setting = problem(**options).setting
+        config = {"problem": problem.name, "problem_options": options, "lr": lr, **common}
         setups.append({"setting": setting, "tag": f"_{setting}" if setting else "", "config": config})
     return setups
+
+
+def train_problem(notebook: str, params: dict):
+    """Every model a training notebook asks for: each setting of its problem, each trained rule and
+    seed (`train_models`; resumable). Writes `results/<run>/<problem>_training_log.csv` (no timings,
+    so reruns give the same file) and exports the first seed's policies to `results/<run>/models/`
+    (what notebook 07 reads). Returns ({setting: {(rule, seed): model}}, the training logs with a
+    `setting` column)."""
+    run, rules, seeds = params["run"], params["rules"], params["seeds"]
+    models, logs = {}, []
+    for setup in training_setups(notebook, params):
+        trained, log = train_models(rules, seeds, run=run, device=params["device"], progress=params["progress"],
+                                    tag=setup["tag"], **setup["config"])
+        models[setup["setting"]] = trained
+        logs.append(log.assign(setting=setup["setting"]))
+        export_policies([model_name(setup["config"]["problem"], rule, params["n_train"], seeds[0], setup["tag"])
+                         for rule in rules], run=run)
+    logs = pd.concat(logs, ignore_index=True)
+    name = problem_for(notebook).name
+    logs.drop(columns="seconds").to_csv(results_dir(run) / f"{name}_training_log.csv", index=False,
+                                        float_format="%.6f")
+    return models, logs
+
+
+def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=None, d: int = 16):
+    """Every method of the notebook's parameters (`rules`, and `training_free` on the 1/sqrt(d)
+    model) on each setting's `models` (from `train_problem`), with the reference solver on the
+    first `reference_size` instances. Writes the problem's `result_files` to `results/<run>/`.
+    Returns (results table with RESULT_COLUMNS over all settings, per-instance objectives,
+    {setting: {n: reference objectives}})."""
+    problem_class = problem_for(notebook)
+    methods = bind_methods(method_keys(params), d, params["n_train"], net, table)
+    results, per_instance, references = [], {}, {}
+    for options, _ in problem_class.settings(params):
+        problem = problem_class(**options)
+        result, objectives, reference = evaluate(
+            models[problem.setting], methods, params["n_train"], params["n_max"], test_size=params["test_size"],
+            setting=problem.setting, test_seed=params["test_seed"], reference_size=params["reference_size"],
+            reference_options=problem.reference_options(params), chunk=params["eval_chunk"], device=params["device"],
+            progress=params["progress"])
+        results.append(result)
+        per_instance.update(objectives)
+        references[problem.setting] = reference
+    results = pd.concat(results, ignore_index=True)
+    table_file, instances_file = problem_class().result_files
+    out = results_dir(params["run"])
+    results.to_csv(out / table_file, index=False, float_format="%.4f")
+    save_instance_costs(per_instance, out / instances_file)
+    return results, per_instance, references
+
+
+def method_keys(params: dict) -> list[str]:
+    """The methods a training notebook evaluates: its trained `rules`, then its `training_free`
+    methods when the model they are applied to was trained."""
+    return list(params["rules"]) + [key for key in params["training_free"]
+                                    if registry.get(key).applied_to in params["rules"]]
 
 
 def train_models(rules, seeds, run: str = "default", device: str = "auto", progress: bool = True, tag: str = "",
@@ -188,6 +244,21 @@ def inference_times(model, methods: list[BoundMethod], n_train: int, n_max: int,
             rows.append({"n": n, "method": method.key, "instances": size, "seconds": seconds,
                          "seconds_per_instance": seconds / size})
     return pd.DataFrame(rows)
+
+
+def inference_time_table(timing: pd.DataFrame, base: str = "inv_sqrt_d", method: str = "eie") -> pd.DataFrame:
+    """Table 4's layout from `inference_times`: by n, seconds for `base` and `method` on the timed
+    instances, their difference, the hours 16384 instances would take at `base`'s rate, and the
+    paper's hours (`eie.paper.PAPER_CVRP_TIME_H`)."""
+    from .paper import PAPER_CVRP_TIME_H
+
+    size = int(timing.instances.iloc[0])
+    wide = timing.pivot(index="n", columns="method", values="seconds")
+    return pd.DataFrame({
+        f"{registry.label(base)}, {size} inst. (s)": wide[base], f"{registry.label(method)}, {size} inst. (s)": wide[method],
+        f"{registry.label(method)} - {registry.label(base)} (s)": wide[method] - wide[base],
+        "16384 inst. at this rate (h)": wide[base] / size * 16384 / 3600,
+        "paper, Table 4 (h)": [PAPER_CVRP_TIME_H.get(n, float("nan")) for n in wide.index]})
 
 
 def eie_net_seconds(net, n: float, repeats: int = 101) -> float:

@@ -9,6 +9,7 @@ box, never per instance or position.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import torch
 
 from .bpp import BPP
@@ -66,3 +67,17 @@ def best_heuristic_costs(problem: BPP, instance: dict, keys=tuple(SORT_KEYS)) ->
     """Costs (minus load rate) of the heuristic with the best mean load rate on these instances."""
     rates = heuristic_load_rates(problem, instance, keys)
     return -max(rates.values(), key=lambda r: float(r.mean()))
+
+
+def heuristics_table(problems, lengths, size: int, test_seed: int = 1234) -> pd.DataFrame:
+    """Mean load rate (%) of every heuristic on the first `size` instances of the fixed test set at
+    each n of `lengths`, for each bin of `problems` (columns setting, heuristic, n, load_rate), what
+    `bpp_heuristics.csv` holds."""
+    from ..evaluation import fixed_test_set
+
+    rows = []
+    for problem in problems:
+        for n in lengths:
+            for key, rate in heuristic_load_rates(problem, fixed_test_set(problem, n, size, test_seed)).items():
+                rows.append({"setting": problem.setting, "heuristic": key, "n": n, "load_rate": float(rate.mean())})
+    return pd.DataFrame(rows)

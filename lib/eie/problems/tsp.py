@@ -70,6 +70,8 @@ class TSP(Problem):
     name = "tsp"
     objective_name = "tour length"
     reference_name = "LKH"
+    notebook = "03_train_tsp"
+    reference_parameters = {"runs": "lkh_runs"}
 
     def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:
         if n < 2 or batch < 1:

@@ -1,0 +1,92 @@
+"""The study driver the training notebooks call: settings from the problem, train and evaluate every
+setting, files written where comparison (notebook 06) reads them, and a new problem served with no
+edit outside its own class and its registry line."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from eie import comparison, study
+from eie.evaluation import fixed_test_set
+from eie.problems import PROBLEMS, TSP
+
+
+def tiny_parameters(**overrides) -> dict:
+    params = {"run": "tiny", "n_train": 6, "n_max": 12, "rules": ["inv_sqrt_d"], "training_free": ["log_N"],
+              "seeds": [0], "epochs": 1, "steps_per_epoch": 1, "batch_size": 4, "lr": 1e-4, "max_grad_norm": 1.0,
+              "baseline_eval_size": 4, "lr_decay_on_p": False, "sites": ["encoder", "glimpse"], "n_mode": "instance",
+              "test_size": 4, "test_seed": 1234, "reference_size": 2, "eval_chunk": 4, "device": "cpu",
+              "progress": False, "lkh_runs": 1}
+    return {**params, **overrides}
+
+
+@pytest.fixture
+def results_in(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: (tmp_path / run).mkdir(
+        parents=True, exist_ok=True) or tmp_path / run)
+    return tmp_path
+
+
+def test_each_training_notebook_has_its_problem_and_settings():
+    assert {notebook: study.problem_for(notebook).name for notebook in
+            ("03_train_tsp", "04_train_cvrp", "05_train_bpp")} == {"03_train_tsp": "tsp", "04_train_cvrp": "cvrp",
+                                                                   "05_train_bpp": "bpp"}
+    with pytest.raises(ValueError, match="03_train_tsp, 04_train_cvrp, 05_train_bpp"):
+        study.problem_for("07_appendix")
+    cvrp = study.training_setups("04_train_cvrp", tiny_parameters(
+        capacities=[10, 20], lr_by_capacity={10: 1e-4, 20: 5e-5}, size_counts_depot=False))
+    assert [(s["setting"], s["tag"], s["config"]["lr"], s["config"]["problem_options"]["capacity"]) for s in cvrp] == \
+        [("C10", "_C10", 1e-4, 10), ("C20", "_C20", 5e-5, 20)]
+    bpp = study.training_setups("05_train_bpp", tiny_parameters(bins=[[120, 100], [100, 100]]))
+    assert [s["setting"] for s in bpp] == ["120x100", "100x100"]
+    assert study.method_keys(tiny_parameters(rules=["ln_d"], training_free=["eie", "log_N"])) == ["ln_d"]
+    assert study.method_keys(tiny_parameters(training_free=["eie"])) == ["inv_sqrt_d", "eie"]
+
+
+def test_every_setting_is_trained_evaluated_and_written_where_comparison_reads_it(results_in):
+    params = tiny_parameters(capacities=[10, 20], lr_by_capacity={10: 1e-4, 20: 5e-5}, size_counts_depot=False,
+                             hgs_iterations=50, hgs_time_limit=None)
+    models, logs = study.train_problem("04_train_cvrp", params)
+    assert set(models) == {"C10", "C20"} and models["C20"][("inv_sqrt_d", 0)].problem.capacity == 20
+    assert sorted(set(logs.setting)) == ["C10", "C20"] and len(logs) == 2
+    written = pd.read_csv(results_in / "tiny" / "cvrp_training_log.csv")
+    assert "seconds" not in written.columns and list(written.setting) == ["C10", "C20"]
+    assert (results_in / "tiny" / "models" / "cvrp_C20_inv_sqrt_d_n6_seed0.pt").is_file()
+
+    results, per_instance, references = study.evaluate_problem("04_train_cvrp", params, models)
+    assert set(references) == {"C10", "C20"} and all(len(r) == 2 for r in references["C10"].values())
+    assert set(per_instance) == {(s, m, 0, n) for s in ("C10", "C20") for m in ("inv_sqrt_d", "log_N") for n in (6, 12)}
+    # log_N runs on the inv_sqrt_d model and equals it at the training length
+    for setting in ("C10", "C20"):
+        assert np.allclose(per_instance[(setting, "log_N", 0, 6)], per_instance[(setting, "inv_sqrt_d", 0, 6)])
+    loaded, objectives = comparison.load_problem_results(results_in / "tiny", "cvrp")
+    assert loaded.round(4).equals(results.round(4)) and set(objectives) == set(per_instance)
+    text = comparison.problem_tables("cvrp", loaded, objectives)
+    assert "### C10" in text and "### C20" in text and "HGS, mean over the instances it solved: n = 6:" in text
+
+
+class OpenTour(TSP):
+    """A fourth problem for the test: TSP without the closing edge back to the start."""
+
+    name = "open_tour"
+    objective_name = "open tour length"
+    reference_name = "LKH (closed tour, an upper bound)"
+    notebook = "99_train_open_tour"
+
+    def cost(self, instance, solution):
+        ordered = instance["coords"].gather(1, solution[..., None].expand(-1, -1, 2))
+        return (ordered[:, 1:] - ordered[:, :-1]).norm(dim=-1).sum(1)
+
+
+def test_a_fourth_problem_needs_its_class_and_one_registry_line(results_in, monkeypatch):
+    monkeypatch.setitem(PROBLEMS, "open_tour", OpenTour)  # the registry line
+    params = tiny_parameters()
+    models, logs = study.train_problem("99_train_open_tour", params)
+    assert (results_in / "tiny" / "open_tour_training_log.csv").is_file() and len(logs) == 1
+    results, per_instance, _ = study.evaluate_problem("99_train_open_tour", params, models)
+    assert set(results.problem) == {"open_tour"} and (results_in / "tiny" / "open_tour.csv").is_file()
+    instances = fixed_test_set(OpenTour(), 6, params["test_size"], params["test_seed"])
+    tour, _ = models[""][("inv_sqrt_d", 0)].rollout(instances, "greedy")
+    open_length = OpenTour().cost(instances, tour)
+    assert (open_length < TSP().cost(instances, tour)).all()
+    assert np.allclose(per_instance[("", "inv_sqrt_d", 0, 6)], open_length.numpy())  # evaluated with its own cost
