@@ -3,7 +3,7 @@
 (B = 256, n = 100) and the decoder's glimpse (one query, masked) at n = 100 and n = 1600. The seam
 must not slow the plain scalar case down (it runs the same kernel; what it adds is Python).
 A distance-biased attention (a per-head bias through the same seam) is timed beside them.
-Medians over --repeats calls. Run: python benchmarks/bench_attention.py [--repeats 200]
+Medians over --repeats calls, direct and seam alternating. Run: python benchmarks/bench_attention.py [--repeats 200]
 """
 
 import argparse
@@ -25,14 +25,18 @@ class DistanceBias(Attention):
         return -slopes.view(1, -1, 1, 1) * torch.cdist(ctx.positions, ctx.positions)[:, None]
 
 
-def median_ms(fn, repeats):
-    fn()  # warm-up
-    times = []
+def median_ms(*fns, repeats):
+    """Median ms per call of each of `fns`, the calls alternating (a, b, a, b, ...) so that a change
+    in the machine's load during the run affects every one of them alike."""
+    for fn in fns:
+        fn()  # warm-up
+    times = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+        for fn, kept in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            kept.append(time.perf_counter() - start)
+    return [1e3 * statistics.median(kept) for kept in times]
 
 
 def main():
@@ -51,13 +55,13 @@ def main():
             ctx = AttentionContext("encoder" if queries > 1 else "glimpse", 0, torch.full((batch,), float(n)), positions)
             allowed = None if queries > 1 else (torch.rand(batch, 1, 1, n) > 0.5)
             scale = seam.scale(ctx).view(-1, 1, 1, 1)
-            direct = median_ms(lambda: F.scaled_dot_product_attention(q * scale, k, v, attn_mask=allowed, scale=1.0),
-                               args.repeats)
-            through = median_ms(lambda: seam(q, k, v, ctx, allowed), args.repeats)
+            direct, through = median_ms(
+                lambda: F.scaled_dot_product_attention(q * scale, k, v, attn_mask=allowed, scale=1.0),
+                lambda: seam(q, k, v, ctx, allowed), repeats=args.repeats)
             row = f"{label:24s} B={batch:4d} n={n:5d}: direct {direct:7.3f}, seam {through:7.3f} (x{through / direct:.2f})"
             if queries > 1:
                 biased = DistanceBias(scaling.ln_d(16))
-                row += f", with a distance bias {median_ms(lambda: biased(q, k, v, ctx), args.repeats):7.3f}"
+                row += f", with a distance bias {median_ms(lambda: biased(q, k, v, ctx), repeats=args.repeats)[0]:7.3f}"
             print(row)
 
 
