@@ -69,3 +69,34 @@ def test_relative_tables_line_up_by_extrapolation_factor():
     both = comparison.side_by_side(ours, theirs)
     assert both.loc["eie", "x2"] == "-10.0 / -25.0" and both.loc["inv_sqrt_d", "x1"] == "0.0 / 0.0"
     assert comparison.side_by_side(ours, theirs.drop("eie")).loc["eie", "x2"] == "-10.0 / -"
+
+
+def write_run(folder, objectives, reference=7.0):
+    """A results folder as notebook 04 writes it, from per-instance objectives."""
+    folder.mkdir()
+    rows = [{"problem": "cvrp", "setting": s, "method": m, "seed": seed, "n": n, "objective": v.mean(),
+             "gap_pct": 100 * (v.mean() / reference - 1)} for (s, m, seed, n), v in objectives.items()]
+    rows.append({"problem": "cvrp", "setting": "C10", "method": "reference", "seed": -1, "n": 20,
+                 "objective": reference, "gap_pct": 0.0})
+    pd.DataFrame(rows).to_csv(folder / "cvrp.csv", index=False)
+    study.save_instance_costs(objectives, folder / "cvrp_instance_costs.npz")
+
+
+def test_two_runs_are_compared_instance_by_instance(tmp_path):
+    first = fake_objectives(shift_eie=-0.5)
+    second = {key: values + (0.2 if key[1] == "inv_sqrt_d" else 0.0) for key, values in first.items()}
+    second[("C10", "exact", 0, 20)] = first[("C10", "exact", 0, 20)] + np.random.default_rng(1).normal(0, 0.05, 60)
+    write_run(tmp_path / "a", first)
+    write_run(tmp_path / "b", second)
+    frame = comparison.compare_runs(tmp_path / "a", tmp_path / "b", "cvrp").set_index("method")
+    assert list(frame.index) == ["inv_sqrt_d", "eie", "exact"]
+    shifted = frame.loc["inv_sqrt_d"]
+    assert shifted["diff"] == pytest.approx(-0.2) and shifted.verdict == "better" and shifted.instances == 60
+    assert shifted.objective_second - shifted.objective_first == pytest.approx(0.2)
+    assert shifted.gap_second > shifted.gap_first and shifted.objective_std_first > 0
+    assert frame.loc["eie"].p == 1.0 and frame.loc["eie"].verdict == "n.s."  # identical instances
+    assert frame.loc["exact"].verdict == "n.s."
+    only_first = comparison.compare_runs(tmp_path / "a", tmp_path / "b", "cvrp", methods=["eie"])
+    assert list(only_first.method) == ["eie"]
+    with pytest.raises(FileNotFoundError, match="04_train_cvrp"):
+        comparison.compare_runs(tmp_path / "a", tmp_path / "missing", "cvrp")

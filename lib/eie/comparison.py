@@ -91,6 +91,44 @@ def paired_comparison(objectives: dict, method: str = "eie", maximise: bool = Fa
     return frame
 
 
+def compare_runs(first, second, problem: str, methods=None, alpha: float = 0.05) -> pd.DataFrame:
+    """The same methods in two runs of one training notebook (say, two training recipes), instance by
+    instance on the same test sets: for each setting, method and n, the mean objective and mean gap
+    to the reference in each run (seeds averaged; `objective_std` / `gap_std`: spread over seeds),
+    and the paired difference first - second with its 95 % interval, Wilcoxon p-value, Holm over
+    all rows, and the verdict for the first run. `first`, `second`: results folders."""
+    loaded = []
+    for folder in (first, second):
+        found = load_problem_results(folder, problem)
+        if found is None:
+            raise FileNotFoundError(f"{folder} holds no {RESULT_FILES[problem][0]}: run notebooks/"
+                                    f"{RESULT_NOTEBOOKS[problem]}.ipynb for it first")
+        loaded.append(found)
+    (results_a, objectives_a), (results_b, objectives_b) = loaded
+    if methods is None:
+        methods = [m for m in dict.fromkeys(results_a.method) if m != "reference" and m in set(results_b.method)]
+    maximise = make_problem(problem).maximise
+    rows = []
+    for method in methods:
+        merged = {(s, "first", seed, n): v for (s, m, seed, n), v in objectives_a.items() if m == method}
+        merged.update({(s, "second", seed, n): v for (s, m, seed, n), v in objectives_b.items() if m == method})
+        if not merged:
+            raise ValueError(f"method {method!r} is in neither run")
+        paired = paired_comparison(merged, "first", maximise=maximise, alpha=alpha).drop(columns="other")
+        for tag, results in (("first", results_a), ("second", results_b)):
+            summary = results[results.method == method].groupby(["setting", "n"]).agg(
+                objective=("objective", "mean"), objective_std=("objective", "std"), gap=("gap_pct", "mean"),
+                gap_std=("gap_pct", "std"))
+            paired = paired.join(summary.add_suffix(f"_{tag}"), on=["setting", "n"])
+        rows.append(paired.assign(method=method))
+    frame = pd.concat(rows, ignore_index=True)
+    frame["p_holm"] = holm(frame.p)
+    better = frame["diff"] > 0 if maximise else frame["diff"] < 0
+    frame["verdict"] = np.where(frame.p_holm >= alpha, "n.s.", np.where(better, "better", "worse"))
+    front = ["setting", "method", "n", "instances"]
+    return frame[front + [c for c in frame.columns if c not in front]]
+
+
 def markdown_table(frame: pd.DataFrame, index_name: str = "") -> str:
     """A GitHub-flavoured markdown table of `frame` (index as the first column)."""
     header = [index_name or (frame.index.name or "")] + [str(c) for c in frame.columns]
