@@ -55,10 +55,10 @@ def main():
         model = AttentionModel(problem, Attention(inv_sqrt_d(16))).to(device).eval()
         with torch.no_grad():
             cache = model.decoder.precompute(model.encode(instance))
-            scale = model.glimpse_scale(instance, state)
+            ctx = model.glimpse_context(instance, state)
 
             def step():
-                log_p = model.decoder.step(cache, state, scale)
+                log_p = model.decoder.step(cache, state, model.attention, ctx)
                 action, _ = model.action_head(state, cache.nodes, log_p.argmax(1), "greedy")
                 state.update(action)
 

@@ -60,3 +60,21 @@ def test_paired_t_test_direction():
     worse = better + torch.tensor([0.5, 0.4, 0.6, 0.5])
     assert paired_t_test_p(better, worse) < 0.01
     assert paired_t_test_p(worse, better) > 0.99
+
+
+@pytest.mark.parametrize("problem, options, n", [("tsp", {}, 30), ("cvrp", {"capacity": 10}, 30),
+                                                 ("bpp", {"length": 120, "width": 100}, 8)])
+def test_the_fast_decoding_step_gives_the_reference_solutions_and_likelihoods(problem, options, n):
+    """Issue 13: the fast decoding step (glimpse and pointer as plain products with transposed keys)
+    against the reference step it replaced (the fused attention kernel), greedy and sampled, with a
+    rule that changes the scale, for every problem, on fixed seeds."""
+    torch.manual_seed(0)
+    model = build_model(TrainConfig(problem=problem, problem_options=options, rule="ln_d", n_train=n // 2), "cpu")
+    instance = model.problem.generate(16, n, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        for decode in ("greedy", "sample"):
+            fast, ll_fast = model.rollout(instance, decode, torch.Generator().manual_seed(2))
+            reference, ll_reference = model.rollout(instance, decode, torch.Generator().manual_seed(2), reference=True)
+            assert torch.equal(fast, reference)
+            assert torch.allclose(ll_fast, ll_reference, rtol=1e-5, atol=1e-4)
+            assert ll_fast.abs().max() > 1  # the likelihoods compared are not trivially zero
