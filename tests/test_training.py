@@ -78,3 +78,21 @@ def test_the_fast_decoding_step_gives_the_reference_solutions_and_likelihoods(pr
             assert torch.equal(fast, reference)
             assert torch.allclose(ll_fast, ll_reference, rtol=1e-5, atol=1e-4)
             assert ll_fast.abs().max() > 1  # the likelihoods compared are not trivially zero
+    # Training's sampled rollout: decoding without gradients, then the likelihood of all steps replayed at
+    # once (the loop with gradients for bin packing, whose placement head is not replayed).
+    for n_mode in ("instance", "unmasked"):
+        model.attention.n_mode = n_mode
+        with torch.no_grad():
+            reference, ll_reference = model.rollout(instance, "sample", torch.Generator().manual_seed(3), reference=True)
+        replayed, ll_replayed = model.sample_with_gradients(instance, torch.Generator().manual_seed(3))
+        assert torch.equal(replayed, reference)
+        assert torch.allclose(ll_replayed, ll_reference, rtol=1e-5, atol=1e-4)
+        assert ll_replayed.requires_grad
+        ll_replayed.sum().backward()
+        replayed_grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+        model.zero_grad()
+        model.rollout(instance, "sample", torch.Generator().manual_seed(3))[1].sum().backward()
+        for name, p in model.named_parameters():
+            if p.grad is not None:
+                assert torch.allclose(replayed_grads[name], p.grad, rtol=1e-4, atol=1e-5), name
+        model.zero_grad()

@@ -37,7 +37,7 @@ class AttentionContext:
 
     site: str  # "encoder" (self-attention) or "glimpse" (the decoder's query over the nodes)
     layer: int  # encoder layer (0, 1, ...); 0 for the glimpse
-    n: torch.Tensor  # (B,) the problem size each instance's rule sees
+    n: torch.Tensor  # (B,) the problem size each instance's rule sees; (B, T) for T decoding steps replayed at once
     positions: torch.Tensor | None = None  # (B, n_keys, 2) node coordinates, None for problems without
 
 
@@ -89,34 +89,41 @@ class Attention:
             self._last = (ctx, self.scale(ctx))
         return self._last[1]
 
+    def scaled(self, q: torch.Tensor, ctx: AttentionContext) -> torch.Tensor:
+        """q (B, H, n_queries, d) times the scale: one per instance (ctx.n of shape (B,)) or one per
+        instance and query (ctx.n of shape (B, n_queries): decoding steps replayed at once)."""
+        scale = self.scale_for(ctx).to(q.dtype)
+        return q * (scale.view(-1, 1, 1, 1) if scale.dim() == 1 else scale[:, None, :, None])
+
     def logits(self, q: torch.Tensor, k: torch.Tensor, ctx: AttentionContext) -> torch.Tensor:
         """(B, H, n_queries, n_keys) logits before masking: what the softmax of `__call__` sees."""
         q, k = self.rotate(q, k, ctx)
-        logits = (q * self.scale_for(ctx).to(q.dtype).view(-1, 1, 1, 1)) @ k.transpose(-1, -2)  # q scaled first, as in __call__
+        logits = self.scaled(q, ctx) @ k.transpose(-1, -2)  # q scaled first, as in __call__
         bias = self.bias(ctx, q.shape[-2])
         return logits if bias is None else logits + bias
 
-    def attend_one(self, q: torch.Tensor, k_t: torch.Tensor, v: torch.Tensor, ctx: AttentionContext,
-                   blocked: torch.Tensor) -> torch.Tensor:
-        """`self(q, k, v, ctx, allowed=~blocked)` for one query per head (the decoder's glimpse), with
-        the keys given transposed, k_t: (B, H, d, n_keys), and blocked: (B, n_keys) bool, True = may
-        not attend. Written as product, masked softmax, product: for a single query this is several
-        times faster on a CPU than the fused kernel (`benchmarks/bench_decode.py`). Uses the same
-        hooks (scale, bias, rotate), so a method that overrides them needs nothing more here."""
+    def attend_steps(self, q: torch.Tensor, k_t: torch.Tensor, v: torch.Tensor, ctx: AttentionContext,
+                     blocked: torch.Tensor) -> torch.Tensor:
+        """The decoder's glimpse: `self(q, k, v, ctx, allowed=~blocked[:, None])` for T queries per head,
+        each with its own mask (one decoding step, T = 1, or a whole solution's steps replayed at
+        once). q: (B, H, T, d); keys given transposed, k_t: (B, H, d, n_keys); v: (B, H, n_keys, d);
+        blocked: (B, T, n_keys) bool, True = may not attend. Written as product, masked softmax,
+        product: for few queries this is several times faster on a CPU than the fused kernel
+        (`benchmarks/bench_decode.py`). Uses the same hooks (scale, bias, rotate), so a method that
+        overrides them needs nothing more here."""
         q, k = self.rotate(q, k_t.transpose(-1, -2), ctx)
-        logits = (q * self.scale_for(ctx).to(q.dtype).view(-1, 1, 1, 1)) @ k.transpose(-1, -2)  # (B, H, 1, n)
-        bias = self.bias(ctx, 1)
+        logits = self.scaled(q, ctx) @ k.transpose(-1, -2)  # (B, H, T, n)
+        bias = self.bias(ctx, q.shape[-2])
         if bias is not None:
             logits = logits + bias
-        logits = logits + torch.zeros_like(blocked, dtype=logits.dtype).masked_fill(blocked, float("-inf"))[:, None, None]
-        return torch.softmax(logits, dim=-1) @ v
+        return torch.softmax(logits.masked_fill(blocked[:, None], float("-inf")), dim=-1) @ v
 
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: AttentionContext,
                  allowed: torch.Tensor | None = None) -> torch.Tensor:
         """softmax(logits) v over the keys `allowed` (bool, broadcastable to (B, H, n_queries, n_keys),
         True = may attend; None = all). q: (B, H, n_queries, d); k, v: (B, H, n_keys, d)."""
         q, k = self.rotate(q, k, ctx)
-        q = q * self.scale_for(ctx).to(q.dtype).view(-1, 1, 1, 1)
+        q = self.scaled(q, ctx)
         bias = self.bias(ctx, q.shape[-2])
         mask = allowed
         if bias is not None:

@@ -21,7 +21,7 @@ model width.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 from torch import nn
@@ -92,6 +92,10 @@ class DecoderCache:
         """(B, H, n, d) view of the glimpse keys."""
         return self.glimpse_k_t.transpose(-1, -2)
 
+    def detach(self) -> "DecoderCache":
+        """The same tensors, cut from the autograd graph (no copy)."""
+        return DecoderCache(*(getattr(self, field.name).detach() for field in fields(self)))
+
 
 class Decoder(nn.Module):
     def __init__(self, config: ModelConfig, step_context: nn.Module):
@@ -110,30 +114,59 @@ class Decoder(nn.Module):
         return DecoderCache(nodes, self.project_graph(nodes.mean(1)), split(gk).transpose(-1, -2).contiguous(),
                             split(gv).contiguous(), lk.transpose(1, 2).contiguous())
 
+    def log_probs(self, cache: DecoderCache, query: torch.Tensor, blocked: torch.Tensor, attention: Attention,
+                  ctx: AttentionContext) -> torch.Tensor:
+        """Log-probabilities (B, T, n) of the action at T decoding steps, from their queries (B, T, D)
+        and masks `blocked` (B, T, n) (True = not allowed; -inf there). T = 1 is one step; a whole
+        solution's steps at once is the replay of `AttentionModel.sample_with_gradients`.
+
+        The glimpse (`attention.attend_steps`) is a product with the transposed keys, a masked softmax
+        and a product with the values; the pointer logits are one product with the transposed keys
+        (on a CPU both are several times faster than the fused kernel and a batched matrix-vector
+        product)."""
+        batch, steps, dim = query.shape
+        heads = self.config.heads
+        q = query.view(batch, steps, heads, dim // heads).transpose(1, 2)  # (B, H, T, d)
+        glimpse = attention.attend_steps(q, cache.glimpse_k_t, cache.glimpse_v, ctx, blocked)
+        glimpse = self.project_out(glimpse.transpose(1, 2).reshape(batch, steps, dim))
+        logits = self.config.tanh_clip * torch.tanh(torch.bmm(glimpse, cache.logit_k_t) / math.sqrt(dim))
+        return torch.log_softmax(logits.masked_fill(blocked, float("-inf")), dim=-1)
+
     def step(self, cache: DecoderCache, state, attention: Attention, ctx: AttentionContext,
              reference: bool = False) -> torch.Tensor:
-        """Log-probabilities (B, n) of the next action; -inf where the state forbids it.
-
-        The glimpse is one query per head: `attention.attend_one` computes it as a product with the
-        transposed keys, a masked softmax and a product with the values, and the pointer logits are
-        one product with the transposed keys (on a CPU both are several times faster than the fused
-        kernel and a batched matrix-vector product). `reference=True`: the straightforward path (the
-        fused attention call and (B, n, D) x (B, D, 1) products), kept for tests and benchmarks."""
-        batch, n, dim = cache.nodes.shape
-        heads = self.config.heads
+        """Log-probabilities (B, n) of the next action; -inf where the state forbids it (`log_probs`
+        with T = 1). `reference=True`: the straightforward step (the fused attention call and
+        (B, n, D) x (B, D, 1) products), the reference implementation kept for tests and benchmarks."""
         mask = state.mask()  # (B, n) True = not allowed
         query = cache.graph + self.step_context(state, cache.nodes)  # (B, D)
-        q = query.view(batch, heads, 1, dim // heads)
-        if reference:
-            glimpse = attention(q, cache.glimpse_k, cache.glimpse_v, ctx, allowed=~mask[:, None, None, :])
-            glimpse = self.project_out(glimpse.reshape(batch, dim))
-            logits = torch.bmm(cache.logit_k_t.transpose(1, 2), glimpse[:, :, None])[..., 0] / math.sqrt(dim)
-        else:
-            glimpse = attention.attend_one(q, cache.glimpse_k_t, cache.glimpse_v, ctx, blocked=mask)
-            glimpse = self.project_out(glimpse.reshape(batch, dim))
-            logits = torch.bmm(glimpse[:, None, :], cache.logit_k_t)[:, 0] / math.sqrt(dim)
+        if not reference:
+            return self.log_probs(cache, query[:, None], mask[:, None], attention, ctx)[:, 0]
+        batch, n, dim = cache.nodes.shape
+        q = query.view(batch, self.config.heads, 1, dim // self.config.heads)
+        glimpse = attention(q, cache.glimpse_k, cache.glimpse_v, ctx, allowed=~mask[:, None, None, :])
+        glimpse = self.project_out(glimpse.reshape(batch, dim))
+        logits = torch.bmm(cache.logit_k_t.transpose(1, 2), glimpse[:, :, None])[..., 0] / math.sqrt(dim)
         logits = self.config.tanh_clip * torch.tanh(logits)
         return torch.log_softmax(logits.masked_fill(mask, float("-inf")), dim=-1)
+
+    def replay(self, cache: DecoderCache, trace: "DecodingTrace", attention: Attention) -> torch.Tensor:
+        """Summed log-likelihood (B,) of the recorded actions, all steps at once: one query per step
+        from the recorded step-context inputs, each step's recorded mask and glimpse context."""
+        query = cache.graph[:, None] + self.step_context.embed(trace.context_inputs, cache.nodes)  # (B, T, D)
+        log_p = self.log_probs(cache, query, trace.blocked, attention, trace.glimpse)
+        return log_p.gather(2, trace.actions[..., None])[..., 0].sum(1)
+
+
+@dataclass
+class DecodingTrace:
+    """What a decoding loop saw at each of its T steps, stacked along axis 1: the step context's
+    inputs, the masks (B, T, n), the glimpse context (its n (B,) or, per step, (B, T)) and the
+    pointer's actions (B, T)."""
+
+    context_inputs: dict
+    blocked: torch.Tensor
+    glimpse: AttentionContext
+    actions: torch.Tensor
 
 
 class AttentionModel(nn.Module):
@@ -178,28 +211,61 @@ class AttentionModel(nn.Module):
         node keys and values at every step. reference: the straightforward decoding step
         (`Decoder.step`). Both for tests and benchmarks only.
         """
+        nodes = self.encode(instance)
+        solution, log_likelihood, _ = self._decode(instance, self.decoder.precompute(nodes), decode, generator,
+                                                   recompute_each_step=recompute_each_step, reference=reference)
+        return solution, log_likelihood
+
+    def sample_with_gradients(self, instance: dict, generator: torch.Generator | None = None):
+        """Sampled solutions (B, steps) and their log-likelihood (B,) with gradients: what REINFORCE needs.
+
+        The decoding loop runs without gradients and records each step (`DecodingTrace`); the
+        log-likelihood of the drawn actions is then computed for all steps at once
+        (`Decoder.replay`), so the backward pass runs through a few large operations instead of a
+        dozen small ones per step. Same draws, and the same likelihood to float rounding, as
+        `rollout(instance, "sample", generator)` with gradients, which is what runs for a problem with
+        a second decision per step (its action head is not replayed) or when gradients are off.
+        """
+        if self.action_head is not None or not torch.is_grad_enabled():
+            return self.rollout(instance, "sample", generator)
+        cache = self.decoder.precompute(self.encode(instance))
+        with torch.no_grad():
+            solution, _, trace = self._decode(instance, cache.detach(), "sample", generator, record=True)
+        return solution, self.decoder.replay(cache, trace, self.attention)
+
+    def _decode(self, instance: dict, cache: DecoderCache, decode: str, generator: torch.Generator | None,
+                recompute_each_step: bool = False, reference: bool = False, record: bool = False):
+        """The decoding loop of `rollout`: (solution, summed log-likelihood, `DecodingTrace` if `record`)."""
         if decode not in ("greedy", "sample"):
             raise ValueError(f"decode must be 'greedy' or 'sample', got {decode!r}")
-        nodes = self.encode(instance)
-        cache = self.decoder.precompute(nodes)
         state = self.problem.initial_state(instance)
-        log_likelihood = torch.zeros(nodes.shape[0], device=nodes.device)
+        log_likelihood = torch.zeros(cache.nodes.shape[0], device=cache.nodes.device)
         fixed = None if self.attention.n_mode == "unmasked" else self.glimpse_context(instance, state)
+        steps = []  # what `record` keeps of each step: (context inputs, mask, glimpse n, action)
         while not state.done:
             if recompute_each_step:
-                cache = self.decoder.precompute(nodes)
+                cache = self.decoder.precompute(cache.nodes)
             ctx = fixed if fixed is not None else self.glimpse_context(instance, state)
             log_p = self.decoder.step(cache, state, self.attention, ctx, reference=reference)
             if decode == "greedy":
                 action = log_p.argmax(dim=1)
             else:
                 action = torch.multinomial(log_p.exp(), 1, generator=generator)[:, 0]
+            if record:
+                steps.append((self.decoder.step_context.inputs(state), state.mask(), ctx.n, action))
             log_likelihood = log_likelihood + log_p.gather(1, action[:, None])[:, 0]
             if self.action_head is not None:
                 action, log_p_second = self.action_head(state, cache.nodes, action, decode, generator)
                 log_likelihood = log_likelihood + log_p_second
             state = state.update(action)
-        return state.solution(), log_likelihood
+        trace = None
+        if record:
+            inputs, masks, ns, actions = zip(*steps)
+            context_inputs = {key: torch.stack([step[key] for step in inputs], dim=1) for key in inputs[0]}
+            glimpse = fixed if fixed is not None else AttentionContext(
+                "glimpse", 0, torch.stack(ns, dim=1), self.problem.positions(instance))
+            trace = DecodingTrace(context_inputs, torch.stack(masks, dim=1), glimpse, torch.stack(actions, dim=1))
+        return state.solution(), log_likelihood, trace
 
     def first_step_log_probs(self, instance: dict) -> torch.Tensor:
         """Log-probabilities of the first action (for equivariance checks)."""

@@ -185,7 +185,7 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
         costs, base = [], []
         for _ in range(config.steps_per_epoch):
             batch = problem.generate(config.batch_size, config.n_train, data_gen, device)
-            solution, log_likelihood = model.rollout(batch, "sample", generator=sample_gen)
+            solution, log_likelihood = model.sample_with_gradients(batch, sample_gen)
             cost = problem.cost(batch, solution)
             with torch.no_grad():
                 baseline.eval()

@@ -13,7 +13,7 @@ the nodes; decoding state is a problem-specific object updated functionally (`St
     problem.check(instance, state.solution())                # raises InfeasibleSolution
 
 What differs between problems and what the rest of the study asks of them:
-- model pieces: `make_node_embedding(dim)`, `make_step_context(dim)`, and optionally
+- model pieces: `make_node_embedding(dim)`, `make_step_context(dim)` (a `StepContext`), and optionally
   `make_action_head(dim)` (a second decision per step after the pointer, e.g. bin packing's
   placement; None: there is none);
 - `size(instance)`: the n the scaling rules see; `positions(instance)`: node coordinates for
@@ -52,6 +52,27 @@ class State(Protocol):
     def update(self, action: torch.Tensor) -> "State": ...
 
     def solution(self) -> torch.Tensor: ...
+
+
+class StepContext(nn.Module):
+    """The decoder's per-step context (what the query adds to the graph embedding), in two parts so
+    that a whole solution's steps can be replayed at once (`AttentionModel.sample_with_gradients`):
+
+    - `inputs(state)`: what it reads from a decoding state, a dict of tensors with the batch first
+      (indices, remaining capacity, height maps; no gradient flows into them);
+    - `embed(inputs, nodes)`: (B, T, D) from those inputs stacked over T steps (B, T, ...) and the
+      node embeddings (B, n, D).
+
+    Calling it on a state is one step: (B, D)."""
+
+    def inputs(self, state) -> dict:
+        raise NotImplementedError
+
+    def embed(self, inputs: dict, nodes: torch.Tensor | None) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, state, nodes: torch.Tensor | None = None) -> torch.Tensor:
+        return self.embed({key: value[:, None] for key, value in self.inputs(state).items()}, nodes)[:, 0]
 
 
 class InfeasibleSolution(ValueError):
@@ -123,7 +144,7 @@ class Problem:
     def make_node_embedding(self, dim: int) -> nn.Module:
         raise NotImplementedError
 
-    def make_step_context(self, dim: int) -> nn.Module:
+    def make_step_context(self, dim: int) -> StepContext:
         raise NotImplementedError
 
     def make_action_head(self, dim: int) -> nn.Module | None:

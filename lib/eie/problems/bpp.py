@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution, Problem
+from .base import InfeasibleSolution, Problem, StepContext
 from .heightmap import oriented, place, resting_heights, window_sums
 
 MIN_EDGE, MAX_EDGE = 10, 50
@@ -107,7 +107,7 @@ def frontier(state: BPPState) -> torch.Tensor:
     return maps.to(torch.float32) / MAX_EDGE
 
 
-class FrontierEncoder(nn.Module):
+class FrontierEncoder(StepContext):
     """3 convolutions (2 -> 4 -> 4 -> 4 channels, kernel 3, stride 2, padding 1), then Linear to dim."""
 
     def __init__(self, dim: int, length: int, width: int):
@@ -117,8 +117,12 @@ class FrontierEncoder(nn.Module):
         size = lambda s: (s - 1) // 2 + 1  # noqa: E731  (one convolution's output size)
         self.project = nn.Linear(4 * size(size(size(length))) * size(size(size(width))), dim)
 
-    def forward(self, state: BPPState, nodes: torch.Tensor | None = None) -> torch.Tensor:
-        return self.project(self.conv(frontier(state)))
+    def inputs(self, state: BPPState) -> dict:
+        return {"frontier": frontier(state)}
+
+    def embed(self, inputs: dict, nodes: torch.Tensor | None = None) -> torch.Tensor:
+        maps = inputs["frontier"]  # (B, T, 2, L, W)
+        return self.project(self.conv(maps.flatten(0, 1))).view(maps.shape[0], maps.shape[1], -1)
 
 
 class PlacementHead(nn.Module):

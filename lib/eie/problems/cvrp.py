@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution, Problem, reorder
+from .base import InfeasibleSolution, Problem, StepContext, reorder
 
 DEPOT = 0
 _EPS = 1e-6
@@ -79,16 +79,19 @@ class CVRPNodeEmbedding(nn.Module):
         return torch.cat([self.depot(instance["coords"][:, :1]), self.destinations(features[:, 1:])], dim=1)
 
 
-class CVRPStepContext(nn.Module):
+class CVRPStepContext(StepContext):
     """[current node embedding, remaining capacity / C_v]."""
 
     def __init__(self, dim: int):
         super().__init__()
         self.project = nn.Linear(dim + 1, dim, bias=False)
 
-    def forward(self, state: CVRPState, nodes: torch.Tensor) -> torch.Tensor:
-        current = nodes.gather(1, state.current[:, None, None].expand(-1, 1, nodes.shape[-1]))[:, 0]
-        return self.project(torch.cat([current, state.remaining[:, None]], dim=1))
+    def inputs(self, state: CVRPState) -> dict:
+        return {"current": state.current, "remaining": state.remaining}
+
+    def embed(self, inputs: dict, nodes: torch.Tensor) -> torch.Tensor:
+        current = nodes.gather(1, inputs["current"][..., None].expand(-1, -1, nodes.shape[-1]))  # (B, T, D)
+        return self.project(torch.cat([current, inputs["remaining"][..., None]], dim=-1))
 
 
 class CVRP(Problem):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution, Problem
+from .base import InfeasibleSolution, Problem, StepContext
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class TSPState:
         return self.tour
 
 
-class TSPStepContext(nn.Module):
+class TSPStepContext(StepContext):
     """[first city, last city] embeddings; a learned placeholder before the first step (Kool et al.)."""
 
     def __init__(self, dim: int):
@@ -48,13 +48,15 @@ class TSPStepContext(nn.Module):
         self.placeholder = nn.Parameter(torch.empty(2 * dim).uniform_(-1, 1))
         self.project = nn.Linear(2 * dim, dim, bias=False)
 
-    def forward(self, state: TSPState, nodes: torch.Tensor) -> torch.Tensor:
-        if state.step == 0:
-            context = self.placeholder.expand(nodes.shape[0], -1)
-        else:
-            index = torch.stack([state.first, state.last], dim=1)[..., None].expand(-1, -1, nodes.shape[-1])
-            context = nodes.gather(1, index).flatten(1)
-        return self.project(context)
+    def inputs(self, state: TSPState) -> dict:
+        return {"first": state.first, "last": state.last}
+
+    def embed(self, inputs: dict, nodes: torch.Tensor) -> torch.Tensor:
+        first, last = inputs["first"], inputs["last"]  # (B, T), -1 before the first step
+        batch, steps = first.shape
+        index = torch.stack([first, last], dim=2).clamp(min=0).view(batch, 2 * steps, 1)
+        picked = nodes.gather(1, index.expand(-1, -1, nodes.shape[-1])).view(batch, steps, -1)
+        return self.project(torch.where((first < 0)[..., None], self.placeholder, picked))
 
 
 class TSPNodeEmbedding(nn.Module):
