@@ -58,6 +58,7 @@ lr = 1e-4
 max_grad_norm = 1.0
 baseline_eval_size = 32
 lr_decay_on_p = False  # the paper's "lr x 0.95 when p > 0.95"
+precision = "float32"  # "bfloat16": the encoder's linear layers in bfloat16 while training (results/precision/)
 sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
 n_mode = "instance"  # "instance" or "unmasked" (n the rules see while decoding)
 test_size = 16

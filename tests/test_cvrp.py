@@ -5,6 +5,7 @@ from eie import scaling
 from eie.attention import Attention
 from eie.model import AttentionModel
 from eie.problems import CVRP, make_problem
+from eie.problems.cvrp import DONE_CHECK_EVERY
 from eie.problems.base import InfeasibleSolution
 
 
@@ -36,7 +37,14 @@ def test_mask_rules():
     state = state.update(torch.tensor([2]))
     assert not state.done and state.mask().tolist() == [[False, True, True, True]]
     state = state.update(torch.tensor([0]))
-    assert state.done
+    assert bool(state.finished.all()) and state.mask().tolist() == [[False, True, True, True]]  # only the depot
+    # "done" is read from the device only every DONE_CHECK_EVERY steps after step n + 1 (4 here):
+    # the finished instance waits at the depot until then.
+    assert not state.done  # step 5
+    for _ in range(DONE_CHECK_EVERY - 1):
+        state = state.update(torch.tensor([0]))
+    assert state.done and state.step == 4 + DONE_CHECK_EVERY
+    assert float(problem.cost(inst, state.solution())) == pytest.approx(float(problem.cost(inst, state.solution()[:, :5])))
 
 
 def test_cost_counts_the_returns():

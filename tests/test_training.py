@@ -46,6 +46,30 @@ def test_config_validation():
         TrainConfig(rule="eie")
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         TrainConfig(batch_size=0)
+    with pytest.raises(ValueError, match="precision must be one of"):
+        TrainConfig(precision="float16")
+    assert "precision" not in TrainConfig().resume_key()  # checkpoints from before the option still resume
+
+
+def test_a_bfloat16_encoder_stays_close_and_keeps_attention_in_float32(tmp_path):
+    """precision="bfloat16" runs the encoder's linear layers under autocast; the embeddings it returns
+    are float32 and close to the float32 encoder's, and the softmax over the nodes sees float32 logits."""
+    torch.manual_seed(0)
+    model = build_model(TrainConfig(n_train=20, precision="bfloat16"), "cpu")
+    assert model.encoder_precision == "bfloat16"
+    instance = model.problem.generate(8, 20, torch.Generator().manual_seed(1))
+    seen = []
+    original = model.attention.scaled
+    model.attention.scaled = lambda q, ctx: seen.append(q.dtype) or original(q, ctx)
+    with torch.no_grad():
+        low = model.encode(instance)
+        model.encoder_precision = "float32"
+        full = model.encode(instance)
+    assert low.dtype == torch.float32 and seen and set(seen) == {torch.float32}
+    assert 0 < (low - full).abs().max() < 0.05 * full.abs().max()
+    result = train(TrainConfig(n_train=10, epochs=1, steps_per_epoch=2, batch_size=8, baseline_eval_size=16,
+                               precision="bfloat16"), tmp_path, progress=False)
+    assert result.model.encoder_precision == "bfloat16" and len(result.log) == 1
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")

@@ -20,6 +20,7 @@ keeps the fused kernel (`benchmarks/bench_attention.py` measures the seam agains
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -39,6 +40,22 @@ class AttentionContext:
     layer: int  # encoder layer (0, 1, ...); 0 for the glimpse
     n: torch.Tensor  # (B,) the problem size each instance's rule sees; (B, T) for T decoding steps replayed at once
     positions: torch.Tensor | None = None  # (B, n_keys, 2) node coordinates, None for problems without
+
+
+def float32(method):
+    """Run an attention computation in float32 even inside an autocast region (training may run the
+    encoder's projections in bfloat16, `eie.training.TrainConfig.precision`): the logits, their scale
+    and the softmax over the nodes are what this study measures, so they keep full precision."""
+
+    @functools.wraps(method)
+    def wrapped(self, q, k, *args, **kwargs):
+        if not torch.is_autocast_enabled(q.device.type):
+            return method(self, q, k, *args, **kwargs)
+        with torch.autocast(q.device.type, enabled=False):
+            args = tuple(a.float() if torch.is_tensor(a) and a.is_floating_point() else a for a in args)
+            return method(self, q.float(), k.float(), *args, **kwargs)
+
+    return wrapped
 
 
 class Attention:
@@ -95,6 +112,7 @@ class Attention:
         scale = self.scale_for(ctx).to(q.dtype)
         return q * (scale.view(-1, 1, 1, 1) if scale.dim() == 1 else scale[:, None, :, None])
 
+    @float32
     def logits(self, q: torch.Tensor, k: torch.Tensor, ctx: AttentionContext) -> torch.Tensor:
         """(B, H, n_queries, n_keys) logits before masking: what the softmax of `__call__` sees."""
         q, k = self.rotate(q, k, ctx)
@@ -102,22 +120,29 @@ class Attention:
         bias = self.bias(ctx, q.shape[-2])
         return logits if bias is None else logits + bias
 
+    @float32
     def attend_steps(self, q: torch.Tensor, k_t: torch.Tensor, v: torch.Tensor, ctx: AttentionContext,
                      blocked: torch.Tensor) -> torch.Tensor:
         """The decoder's glimpse: `self(q, k, v, ctx, allowed=~blocked[:, None])` for T queries per head,
         each with its own mask (one decoding step, T = 1, or a whole solution's steps replayed at
         once). q: (B, H, T, d); keys given transposed, k_t: (B, H, d, n_keys); v: (B, H, n_keys, d);
-        blocked: (B, T, n_keys) bool, True = may not attend. Written as product, masked softmax,
-        product: for few queries this is several times faster on a CPU than the fused kernel
-        (`benchmarks/bench_decode.py`). Uses the same hooks (scale, bias, rotate), so a method that
-        overrides them needs nothing more here."""
+        blocked: (B, T, n_keys) bool, True = may not attend.
+
+        One query (a decoding step) is written as product, masked softmax, product: several times
+        faster on a CPU than the fused kernel (`benchmarks/bench_decode.py`); many queries (the
+        replay, with gradients) go through the fused kernel, whose backward pass is several times
+        faster than that of the explicit softmax. Both use the same hooks (scale, bias, rotate), so a
+        method that overrides them needs nothing more here."""
+        if q.shape[-2] > 1:
+            return self(q, k_t.transpose(-1, -2), v, ctx, allowed=~blocked[:, None])
         q, k = self.rotate(q, k_t.transpose(-1, -2), ctx)
-        logits = self.scaled(q, ctx) @ k.transpose(-1, -2)  # (B, H, T, n)
-        bias = self.bias(ctx, q.shape[-2])
+        logits = self.scaled(q, ctx) @ k.transpose(-1, -2)  # (B, H, 1, n)
+        bias = self.bias(ctx, 1)
         if bias is not None:
             logits = logits + bias
         return torch.softmax(logits.masked_fill(blocked[:, None], float("-inf")), dim=-1) @ v
 
+    @float32
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: AttentionContext,
                  allowed: torch.Tensor | None = None) -> torch.Tensor:
         """softmax(logits) v over the keys `allowed` (bool, broadcastable to (B, H, n_queries, n_keys),

@@ -70,8 +70,8 @@ def requr(x: torch.Tensor) -> torch.Tensor:
 
 def gauss_legendre_5(a: torch.Tensor, b: torch.Tensor, f) -> torch.Tensor:
     """Algorithm 1: int_a^b f(x) dx by one five-point Gauss-Legendre rule, for tensors a, b."""
-    nodes = GL5_NODES.to(a.dtype)
-    weights = GL5_WEIGHTS.to(a.dtype)
+    nodes = GL5_NODES.to(a.device, a.dtype)
+    weights = GL5_WEIGHTS.to(a.device, a.dtype)
     half = (b - a) / 2
     x = half[..., None] * nodes + ((a + b) / 2)[..., None]
     return half * (f(x.reshape(-1, 1)).reshape(x.shape) * weights).sum(-1)
@@ -152,7 +152,7 @@ class EIENet(nn.Module):
 
     def forward(self, n) -> torch.Tensor:
         """lambda(n) by Eq. 12, for any real n (values below N integrate backwards)."""
-        n = torch.as_tensor(n, dtype=torch.float64)
+        n = n.to(torch.float64) if torch.is_tensor(n) else torch.as_tensor(n, dtype=torch.float64)
         start = self._to_input(torch.full_like(n, float(self.config.N)))
         return self.lambda_at_N + gauss_legendre_5(start, self._to_input(n), self.derivative)
 

@@ -28,6 +28,10 @@ from torch import nn
 
 from .attention import Attention, AttentionContext
 
+# What the encoder's linear layers may compute in: "bfloat16" runs them under autocast (a training
+# option, `eie.training.TrainConfig.precision`); the attention softmax and the decoder stay float32.
+PRECISIONS = ("float32", "bfloat16")
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -184,16 +188,20 @@ class AttentionModel(nn.Module):
         self.decoder = Decoder(config, problem.make_step_context(config.dim))
         # A second decision per step, after the pointer (bin packing's placement); None for most problems.
         self.action_head = problem.make_action_head(config.dim)
+        self.encoder_precision = "float32"  # one of PRECISIONS
 
     def encoder_context(self, instance: dict, layer: int, batch: int, device) -> AttentionContext:
         n = torch.full((batch,), float(self.problem.size(instance)), device=device)
         return AttentionContext("encoder", layer, n, self.problem.positions(instance))
 
     def encode(self, instance: dict) -> torch.Tensor:
-        x = self.embed(instance)
-        for i, layer in enumerate(self.encoder):
-            x = layer(x, self.attention, self.encoder_context(instance, i, x.shape[0], x.device))
-        return x
+        """Node embeddings (B, n, D), float32."""
+        device = next(iter(instance.values())).device
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=self.encoder_precision == "bfloat16"):
+            x = self.embed(instance)
+            for i, layer in enumerate(self.encoder):
+                x = layer(x, self.attention, self.encoder_context(instance, i, x.shape[0], x.device))
+        return x.float()
 
     def glimpse_context(self, instance: dict, state) -> AttentionContext:
         mask = state.mask()

@@ -95,8 +95,9 @@ def eie(net) -> ScalingRule:
     def formula(n):
         with torch.no_grad():
             if torch.is_tensor(n):
-                n64 = n.detach().to("cpu", torch.float64).clamp(min=c.N)
-                return net(n64).to(device=n.device, dtype=n.dtype)
+                if next(net.parameters()).device != n.device:
+                    net.to(n.device)  # once: the net then runs where n is (no copy to the host per call)
+                return net(n.detach().to(torch.float64).clamp(min=c.N)).to(n.dtype)
             lam = net(torch.as_tensor(np.maximum(n, c.N), dtype=torch.float64)).numpy()
             return lam if np.ndim(n) else float(lam)
 

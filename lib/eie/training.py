@@ -29,7 +29,7 @@ from tqdm import tqdm
 from .evaluation import greedy_costs
 from .files import exclusive, load_tensors, remove_stale_temporaries, save_atomic
 from . import methods
-from .model import AttentionModel, ModelConfig
+from .model import PRECISIONS, AttentionModel, ModelConfig
 from .problems import make_problem
 
 CHECKPOINT_FORMAT = "eie-train/1"
@@ -51,6 +51,7 @@ class TrainConfig:
     baseline_eval_size: int = 1024
     alpha: float = 0.05
     lr_decay_on_p: bool = False
+    precision: str = "float32"  # "bfloat16": the encoder's linear layers under bfloat16 autocast while training
     seed: int = 0
     model: ModelConfig = ModelConfig()
 
@@ -62,6 +63,8 @@ class TrainConfig:
         for name in ("n_train", "epochs", "steps_per_epoch", "batch_size", "baseline_eval_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if not (self.lr > 0 and 0 < self.alpha < 1 and self.max_grad_norm > 0):
             raise ValueError("lr > 0, 0 < alpha < 1 and max_grad_norm > 0 are required")
 
@@ -69,6 +72,8 @@ class TrainConfig:
         """Everything but the number of epochs must match to resume (a run may be extended)."""
         key = asdict(self)
         key.pop("epochs")
+        if key["precision"] == "float32":
+            key.pop("precision")  # checkpoints written before the option resume
         key["sites"] = list(key["sites"])
         return key
 
@@ -77,7 +82,9 @@ def build_model(config: TrainConfig, device="cpu") -> AttentionModel:
     problem = make_problem(config.problem, **config.problem_options)
     attention = methods.get(config.rule).build(config.model.head_dim, N=config.n_train, sites=config.sites,
                                                n_mode=config.n_mode)
-    return AttentionModel(problem, attention, config.model).to(device)
+    model = AttentionModel(problem, attention, config.model).to(device)
+    model.encoder_precision = config.precision
+    return model
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -223,7 +230,8 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
 
 
 def load_trained(path, device: str = "cpu") -> AttentionModel:
-    """The current policy from a training checkpoint (its configuration is rebuilt from the file)."""
+    """The current policy from a training checkpoint (its configuration is rebuilt from the file),
+    in float32 even if it was trained with a bfloat16 encoder."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no training checkpoint at {path}: train the model first (notebook 03)")
@@ -235,6 +243,7 @@ def load_trained(path, device: str = "cpu") -> AttentionModel:
         config = TrainConfig(epochs=max(payload["epoch"], 1), **key)
         model = build_model(config, resolve_device(device))
         model.load_state_dict(payload["model"])
+        model.encoder_precision = "float32"  # evaluation runs in full precision, whatever training used
     except Exception as error:
         raise ValueError(f"{path} is not a loadable training checkpoint ({error})") from error
     model.eval()

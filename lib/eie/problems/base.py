@@ -125,7 +125,7 @@ class Problem:
         i of the permuted instance is node order[i] of the original (over the encoded nodes, so
         encode(permuted) == encode(instance)[:, order] for an equivariant model; Theorem 1).
         Default: every node is interchangeable."""
-        order = torch.randperm(self.size(instance), generator=generator)
+        order = torch.randperm(self.size(instance), generator=generator, device="cpu")
         return reorder(instance, order), order
 
     def initial_state(self, instance: dict) -> State:

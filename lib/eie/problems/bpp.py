@@ -200,7 +200,7 @@ class BPP(Problem):
     def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:
         if n < 1 or batch < 1:
             raise ValueError(f"a packing batch needs n >= 1 boxes and batch >= 1, got n={n}, batch={batch}")
-        dims = torch.randint(MIN_EDGE, MAX_EDGE + 1, (batch, n, 3), generator=generator)
+        dims = torch.randint(MIN_EDGE, MAX_EDGE + 1, (batch, n, 3), generator=generator, device="cpu")  # drawn on the CPU
         return {"dims": dims.to(device)}
 
     def size(self, instance: dict) -> int:

@@ -21,6 +21,7 @@ from .base import InfeasibleSolution, Problem, StepContext, reorder
 
 DEPOT = 0
 _EPS = 1e-6
+DONE_CHECK_EVERY = 8  # decoding steps between two reads of "all finished" once it can be true
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,12 @@ class CVRPState:
 
     @property
     def done(self) -> bool:
-        return bool(self.finished.all())
+        """Every instance finished. Read back from the device (a host synchronisation on a GPU) only
+        from the first step at which that is possible (n + 1: every destination and the return) and
+        then every `DONE_CHECK_EVERY` steps; finished instances meanwhile stay at the depot (zero
+        distance, log-probability 0), so costs and likelihoods do not depend on when it is read."""
+        after = self.step - self.visited.shape[1]
+        return after >= 0 and after % DONE_CHECK_EVERY == 0 and bool(self.finished.all())
 
     def mask(self) -> torch.Tensor:
         """(B, n + 1) True = not allowed now."""
@@ -121,8 +127,8 @@ class CVRP(Problem):
         """n destinations plus the depot (node 0); demand in units of C_v, zero at the depot."""
         if n < 1 or batch < 1:
             raise ValueError(f"a CVRP batch needs n >= 1 destinations and batch >= 1, got n={n}, batch={batch}")
-        coords = torch.rand(batch, n + 1, 2, generator=generator) * 2 - 1
-        demand = torch.rand(batch, n + 1, generator=generator)
+        coords = torch.rand(batch, n + 1, 2, generator=generator, device="cpu") * 2 - 1  # drawn on the CPU: the same on any device
+        demand = torch.rand(batch, n + 1, generator=generator, device="cpu")
         demand[:, DEPOT] = 0.0
         return {"coords": coords.to(device), "demand": (demand / self.capacity).to(device)}
 
@@ -137,7 +143,7 @@ class CVRP(Problem):
     def permute(self, instance: dict, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
         """The destinations in a random order; the depot stays node 0."""
         destinations = instance["coords"].shape[1] - 1
-        order = torch.cat([torch.zeros(1, dtype=torch.long), 1 + torch.randperm(destinations, generator=generator)])
+        order = torch.cat([torch.zeros(1, dtype=torch.long, device="cpu"), 1 + torch.randperm(destinations, generator=generator, device="cpu")])
         return reorder(instance, order), order
 
     def reference_costs(self, instance: dict, iterations: int | None = 1000, time_limit: float | None = None):
