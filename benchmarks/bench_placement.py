@@ -1,9 +1,14 @@
-"""Bin packing placement step: resting heights and trapped volume for all six orientations at every
-corner position of the height map (the sliding-window maximum), batch B = 64 on a 120 x 100 bin,
-plus one full decoding step of the untrained attend2pack model (pointer + placement + drop).
+"""Bin packing's placement, B = 64 on a 120 x 100 bin with a half-full height map: the placement options
+(for each of the six orientations and every corner column, the lowest resting height over y, its y
+and the trapped volume: `heightmap.lowest_placements`) and one full decoding step of the untrained
+attend2pack model (pointer + placement + drop), each by the compiled CPU kernel (what runs on a CPU)
+and by the torch composition (the reference; what runs on a GPU), repeats alternating; then one
+REINFORCE training step at 100 boxes, batch 64 (sampled rollout with gradients, greedy baseline
+rollout, backward, Adam), kernel path.
 
-Prints medians over repeats, on CPU and, when one is present, on CUDA.
-Run: python benchmarks/bench_placement.py [--repeats 20] [--batch 64] [--boxes 100]
+Target (issue 13): the decoding step in <= 1/10 of the torch path's time. Medians over repeats, on CPU
+and, when one is present, on CUDA (the torch path only).
+Run: python benchmarks/bench_placement.py [--repeats 20] [--batch 64] [--boxes 100] [--train-steps 2]
 """
 
 import argparse
@@ -14,8 +19,9 @@ import torch
 
 from eie.attention import Attention
 from eie.model import AttentionModel
-from eie.problems import BPP
+from eie.problems import BPP, heightmap
 from eie.scaling import inv_sqrt_d
+from eie.training import TrainConfig, build_model
 
 
 def median_seconds(fn, repeats, device):
@@ -31,15 +37,61 @@ def median_seconds(fn, repeats, device):
     return statistics.median(times)
 
 
+def alternate(functions: dict, repeats: int, device) -> dict:
+    """Median seconds of each function, calls taking turns (the first round is warm-up)."""
+    times = {name: [] for name in functions}
+    for repeat in range(repeats + 1):
+        for name, fn in functions.items():
+            seconds = median_seconds(fn, 1, device)
+            if repeat:
+                times[name].append(seconds)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def with_kernel(use: bool, fn):
+    def run():
+        saved, heightmap.CPU_KERNEL = heightmap.CPU_KERNEL, use and heightmap.CPU_KERNEL
+        try:
+            fn()
+        finally:
+            heightmap.CPU_KERNEL = saved
+    return run
+
+
+def training_step_seconds(problem, batch, boxes, steps, device) -> float:
+    config = TrainConfig(problem="bpp", problem_options={"length": problem.length, "width": problem.width},
+                         n_train=boxes, batch_size=batch)
+    torch.manual_seed(0)
+    model, baseline = build_model(config, device), build_model(config, device).eval()
+    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
+    data, sample = torch.Generator().manual_seed(0), torch.Generator(device=device).manual_seed(0)
+
+    def step():
+        instance = problem.generate(batch, boxes, data, device)
+        solution, log_likelihood = model.sample_with_gradients(instance, sample)
+        with torch.no_grad():
+            base = problem.cost(instance, baseline.rollout(instance)[0])
+        loss = ((problem.cost(instance, solution) - base) * log_likelihood).mean()
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+
+    step()  # warm-up
+    return median_seconds(step, steps, device)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--boxes", type=int, default=100)
+    parser.add_argument("--train-steps", type=int, default=2)
     args = parser.parse_args()
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads; bin 120 x 100, B = {args.batch}")
-    print(f"{'device':6} {'candidates (ms)':>16} {'decoding step (ms)':>19}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, numba kernel: {heightmap.CPU_KERNEL}; "
+          f"bin 120 x 100, B = {args.batch}")
+    print(f"{'device':6} {'options kernel':>15} {'options torch':>14} {'step kernel':>12} {'step torch':>11} "
+          f"{'step ratio':>11} {'train step (s)':>15}   (ms unless said)")
     problem = BPP(120, 100)
     for device in devices:
         torch.manual_seed(0)
@@ -51,7 +103,6 @@ def main():
             zero = torch.zeros_like(box)
             state = state.update(torch.stack([box, zero, zero + (step * 7) % 60, zero + (step * 11) % 50], 1))
         box = torch.full((args.batch,), args.boxes - 1, device=device)
-        candidates = median_seconds(lambda: state.candidates(box), args.repeats, device)
         model = AttentionModel(problem, Attention(inv_sqrt_d(16))).to(device).eval()
         with torch.no_grad():
             cache = model.decoder.precompute(model.encode(instance))
@@ -62,8 +113,14 @@ def main():
                 action, _ = model.action_head(state, cache.nodes, log_p.argmax(1), "greedy")
                 state.update(action)
 
-            step_time = median_seconds(step, args.repeats, device)
-        print(f"{device:6} {1e3 * candidates:16.1f} {1e3 * step_time:19.1f}")
+            t = alternate({"options kernel": with_kernel(True, lambda: state.placement_options(box)),
+                           "options torch": with_kernel(False, lambda: state.placement_options(box)),
+                           "step kernel": with_kernel(True, step), "step torch": with_kernel(False, step)},
+                          args.repeats, device)
+        train = training_step_seconds(problem, args.batch, args.boxes, args.train_steps, device)
+        print(f"{device:6} {1e3 * t['options kernel']:15.1f} {1e3 * t['options torch']:14.1f} "
+              f"{1e3 * t['step kernel']:12.1f} {1e3 * t['step torch']:11.1f} "
+              f"{t['step torch'] / t['step kernel']:11.1f} {train:15.1f}")
 
 
 if __name__ == "__main__":

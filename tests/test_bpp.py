@@ -11,7 +11,8 @@ from eie.model import AttentionModel
 from eie.problems import BPP, make_problem
 from eie.problems.base import InfeasibleSolution
 from eie.problems.bpp_heuristics import heuristic_load_rates, heuristic_solution
-from eie.problems.heightmap import footprint_sums, oriented, place, resting_heights
+from eie.problems import heightmap
+from eie.problems.heightmap import footprint_sums, lowest_placements, oriented, place, resting_heights
 
 
 def test_resting_heights_and_sums_match_brute_force():
@@ -28,6 +29,34 @@ def test_resting_heights_and_sums_match_brute_force():
                         assert rest[b, o, x, y] == window.max() and sums[b, o, x, y] == window.sum()
                     else:
                         assert rest[b, o, x, y] == float("inf")
+
+
+def test_the_placement_kernel_matches_brute_force_and_the_torch_path(monkeypatch):
+    """`lowest_placements`: the compiled CPU kernel and the torch composition (what runs on a GPU) give
+    the same lowest resting heights, y and trapped volumes, and they are the brute-force ones; boxes
+    that fit nowhere in some orientation, flat and random maps included."""
+    g = torch.Generator().manual_seed(0)
+    heights = torch.randint(0, 60, (4, 23, 17), generator=g)
+    heights[0] = 0  # flat: every y ties, the smallest wins
+    dims = torch.randint(1, 20, (4, 3), generator=g)
+    dims[1] = torch.tensor([24, 5, 3])  # too long for the bin along x in some orientations
+    kernel = lowest_placements(heights, dims)
+    monkeypatch.setattr(heightmap, "CPU_KERNEL", False)
+    composed = lowest_placements(heights, dims)
+    for a, b in zip(kernel, composed):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+    low, y, trapped = kernel
+    assert torch.isinf(low).any() and torch.isfinite(low).any()
+    for b in range(4):
+        for o, (l, w, _) in enumerate(oriented(dims)[b].tolist()):
+            for x in range(23):
+                rests = [int(heights[b, x:x + l, j:j + w].max()) for j in range(17 - w + 1)] if x + l <= 23 else []
+                if not rests:
+                    assert low[b, o, x] == float("inf") and y[b, o, x] == 0
+                    continue
+                j = rests.index(min(rests))
+                assert low[b, o, x] == min(rests) and y[b, o, x] == j
+                assert trapped[b, o, x] == l * w * min(rests) - int(heights[b, x:x + l, j:j + w].sum())
 
 
 def test_place_drops_the_box_onto_the_highest_point():

@@ -8,10 +8,18 @@ from eie import methods
 from eie.device_audit import DeviceLeak, HostSyncs, device_clean
 from eie.eie_net import EIEConfig, EIENet
 from eie.evaluation import greedy_costs
+from eie.problems import heightmap
 from eie.problems.cvrp import DONE_CHECK_EVERY
 from eie.training import TrainConfig, build_model
 
 PROBLEMS = [("tsp", {}), ("cvrp", {"capacity": 10.0}), ("bpp", {"length": 60, "width": 50})]
+
+
+@pytest.fixture(params=["kernel", "torch"])
+def placement_path(request, monkeypatch):
+    """Bin packing's placement candidates by the CPU kernel, then by the torch path (the one a GPU runs)."""
+    monkeypatch.setattr(heightmap, "CPU_KERNEL", request.param == "kernel" and heightmap.CPU_KERNEL)
+    return request.param
 
 
 def test_device_clean_fails_loudly_on_a_tensor_made_without_a_device():
@@ -34,7 +42,10 @@ def _models(problem, options, rule="inv_sqrt_d", n_mode="instance"):
 
 
 @pytest.mark.parametrize("problem,options", PROBLEMS)
-def test_a_training_step_and_a_chunked_evaluation_create_no_tensor_off_the_inputs_device(problem, options):
+def test_a_training_step_and_a_chunked_evaluation_create_no_tensor_off_the_inputs_device(problem, options,
+                                                                                        placement_path):
+    if problem != "bpp" and placement_path == "torch":
+        pytest.skip("the placement path matters for bin packing only")
     model, baseline = _models(problem, options)
     method = methods.get("eie").bind(16, N=10, net=EIENet(EIEConfig(d=16, N=10, N_max=40)))
     generator = torch.Generator().manual_seed(0)

@@ -25,13 +25,14 @@ one of its orientations, inside the footprint, with no two boxes overlapping.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from .base import InfeasibleSolution, Problem, StepContext
-from .heightmap import oriented, place, resting_heights, window_sums
+from .heightmap import lowest_placements, oriented, place, resting_heights
 
 MIN_EDGE, MAX_EDGE = 10, 50
 PAIR_BUDGET = 2**26  # box pairs compared at once by the overlap check
@@ -58,14 +59,16 @@ class BPPState:
 
     def candidates(self, box: torch.Tensor):
         """For the chosen boxes (B,): each orientation's extents (B, 6, 3) and resting heights at
-        every corner (B, 6, L, W), inf where the box would stick out."""
+        every corner (B, 6, L, W), inf where the box would stick out (the heuristics' full map)."""
         dims = self.dims.gather(1, box[:, None, None].expand(-1, 1, 3))[:, 0]
         return oriented(dims), resting_heights(self.heights, dims)
 
-    def trapped(self, extents: torch.Tensor, rest: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Empty volume left under boxes of extents (B, O, 3) resting at rest (B, O, P) on corners x, y (B, O, P)."""
-        area = (extents[..., 0] * extents[..., 1]).to(torch.float32)[..., None]
-        return area * rest - window_sums(self.heights, extents[..., :2], x, y)
+    def placement_options(self, box: torch.Tensor):
+        """For the chosen boxes (B,): each orientation's extents (B, 6, 3) and, at every corner column x,
+        the lowest resting height over y, the y that reaches it and the trapped volume there, (B, 6, L)
+        each (`heightmap.lowest_placements`)."""
+        dims = self.dims.gather(1, box[:, None, None].expand(-1, 1, 3))[:, 0]
+        return (oriented(dims), *lowest_placements(self.heights, dims))
 
     def update(self, action: torch.Tensor) -> "BPPState":
         """action (B, 4): box, orientation, x, y."""
@@ -80,13 +83,13 @@ class BPPState:
     def solution(self) -> torch.Tensor:
         return self.placements
 
-
-def lowest_y(rest: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """rest (B, O, L, W) -> for each (orientation, x): the lowest resting height over y and the
-    smallest y that reaches it (B, O, L) each."""
-    low = rest.amin(-1)
-    y = (rest == low[..., None]).to(torch.int8).argmax(-1)
-    return low, y
+    @functools.cached_property
+    def frontier(self) -> torch.Tensor:
+        """(B, 2, L, W): the last two height maps, relative to the current lowest cell, / MAX_EDGE;
+        computed once per state (the step context and the placement head both read it)."""
+        floor = self.heights.flatten(1).amin(1).to(torch.float32)[:, None, None, None]
+        maps = torch.stack([self.heights, self.previous], dim=1).to(torch.float32)  # integers: exact
+        return maps.sub_(floor).div_(MAX_EDGE)
 
 
 class BoxEmbedding(nn.Module):
@@ -100,13 +103,6 @@ class BoxEmbedding(nn.Module):
         return self.linear(instance["dims"].to(torch.float32) / MAX_EDGE)
 
 
-def frontier(state: BPPState) -> torch.Tensor:
-    """(B, 2, L, W): the last two height maps, relative to the current lowest cell, / MAX_EDGE."""
-    floor = state.heights.flatten(1).amin(1)[:, None, None]
-    maps = torch.stack([state.heights - floor, state.previous - floor], dim=1)
-    return maps.to(torch.float32) / MAX_EDGE
-
-
 class FrontierEncoder(StepContext):
     """3 convolutions (2 -> 4 -> 4 -> 4 channels, kernel 3, stride 2, padding 1), then Linear to dim."""
 
@@ -118,7 +114,7 @@ class FrontierEncoder(StepContext):
         self.project = nn.Linear(4 * size(size(size(length))) * size(size(size(width))), dim)
 
     def inputs(self, state: BPPState) -> dict:
-        return {"frontier": frontier(state)}
+        return {"frontier": state.frontier}
 
     def embed(self, inputs: dict, nodes: torch.Tensor | None = None) -> torch.Tensor:
         maps = inputs["frontier"]  # (B, T, 2, L, W)
@@ -147,11 +143,8 @@ class PlacementHead(nn.Module):
                 generator: torch.Generator | None = None):
         """Returns (action (B, 4): box, orientation, x, y; log-probability of the placement (B,))."""
         batch = box.shape[0]
-        extents, rest = state.candidates(box)
-        low, y = lowest_y(rest)  # (B, 6, L)
+        extents, low, y, trapped = state.placement_options(box)  # (B, 6, 3), then (B, 6, L) each
         valid = torch.isfinite(low)
-        columns = torch.arange(self.length, device=box.device).expand(batch, 6, -1)
-        trapped = state.trapped(extents, low.masked_fill(~valid, 0), columns, y)
         floor = state.heights.flatten(1).amin(1).to(torch.float32)[:, None, None]
         x = torch.arange(self.length, device=box.device, dtype=torch.float32)[None, None, :].expand(batch, 6, -1)
         extent = extents.to(torch.float32)[:, :, None, :].expand(-1, -1, self.length, -1) / MAX_EDGE

@@ -16,6 +16,12 @@ from __future__ import annotations
 
 import torch
 
+try:  # the compiled CPU kernel of `lowest_placements`; without numba the torch path runs everywhere
+    from .placement_kernel import lowest_placements_kernel
+except ImportError:  # pragma: no cover
+    lowest_placements_kernel = None
+
+CPU_KERNEL = lowest_placements_kernel is not None  # False: the torch composition on CPU too (tests)
 # The six axis-aligned orientations: which of the box's (a, b, c) edges lie along x, y and up.
 ORIENTATIONS = ((0, 1, 2), (1, 0, 2), (0, 2, 1), (2, 0, 1), (1, 2, 0), (2, 1, 0))
 INVALID = float("inf")
@@ -98,3 +104,31 @@ def place(heights: torch.Tensor, x: torch.Tensor, y: torch.Tensor, dims: torch.T
              & (cy >= y[:, None, None]) & (cy < (y + dims[:, 1])[:, None, None]))
     z = heights.masked_fill(~under, 0).flatten(1).amax(1)
     return torch.where(under, (z + dims[:, 2])[:, None, None], heights), z
+
+
+def lowest_placements(heights: torch.Tensor, dims: torch.Tensor):
+    """For boxes of edges dims (B, 3) in each orientation of `ORIENTATIONS`, at every corner column x:
+    the lowest resting height over y, the smallest y that reaches it and the empty volume trapped
+    under the box there. Returns low (B, 6, L) float32 (inf where the box sticks out at every y),
+    y (B, 6, L) long (0 there) and trapped (B, 6, L) float32 (area * low minus the heights' sum under
+    the footprint, the footprint clipped to the bin and low taken as 0 where it is inf).
+
+    On a CPU with numba: one compiled kernel (`placement_kernel`, no (B, 6, L, W) map in memory);
+    elsewhere (CUDA): the vectorised composition of `resting_heights`, a minimum over y and
+    `window_sums`. Both give the same numbers (tests/test_bpp.py)."""
+    batch, length, width = heights.shape
+    extents = oriented(dims)  # (B, 6, 3)
+    if CPU_KERNEL and heights.device.type == "cpu":
+        low = torch.empty(batch, len(ORIENTATIONS), length, dtype=torch.float32, device="cpu")
+        y = torch.empty(low.shape, dtype=torch.long, device="cpu")
+        trapped = torch.empty(low.shape, dtype=torch.float32, device="cpu")
+        lowest_placements_kernel(heights.to(torch.long).contiguous().numpy(), extents.to(torch.long).contiguous().numpy(),
+                                 low.numpy(), y.numpy(), trapped.numpy())
+        return low, y, trapped
+    rest = resting_heights(heights, dims)
+    low = rest.amin(-1)
+    y = (rest == low[..., None]).to(torch.int8).argmax(-1)
+    columns = torch.arange(length, device=heights.device).expand(batch, len(ORIENTATIONS), -1)
+    area = (extents[..., 0] * extents[..., 1]).to(torch.float32)[..., None]
+    trapped = area * low.masked_fill(~torch.isfinite(low), 0) - window_sums(heights, extents[..., :2], columns, y)
+    return low, y, trapped
