@@ -2,6 +2,8 @@ import numpy as np
 import pytest
 import torch
 
+from eie import model as model_module
+from eie.model import DecoderCache
 from eie.training import TrainConfig, build_model, greedy_cost, load_trained, paired_t_test_p, train
 
 SMALL = dict(problem="tsp", n_train=8, steps_per_epoch=2, batch_size=16, baseline_eval_size=32, lr=1e-3)
@@ -88,10 +90,15 @@ def test_paired_t_test_direction():
 
 @pytest.mark.parametrize("problem, options, n", [("tsp", {}, 30), ("cvrp", {"capacity": 10}, 30),
                                                  ("bpp", {"length": 120, "width": 100}, 8)])
-def test_the_fast_decoding_step_gives_the_reference_solutions_and_likelihoods(problem, options, n):
-    """Issue 13: the fast decoding step (glimpse and pointer as plain products with transposed keys)
-    against the reference step it replaced (the fused attention kernel), greedy and sampled, with a
-    rule that changes the scale, for every problem, on fixed seeds."""
+def test_the_fast_decoding_step_gives_the_reference_solutions_and_likelihoods(problem, options, n, monkeypatch):
+    """Issue 13: the fast decoding step (glimpse and pointer as plain products with transposed keys;
+    greedy decoding dropping retired nodes from its cache, here from n = 8 on) against the reference
+    step it replaced (the fused attention kernel, every column), greedy and sampled, with a rule that
+    changes the scale, for every problem, on fixed seeds."""
+    monkeypatch.setattr(model_module, "SHRINK_FROM", 8)
+    shrinks = []
+    shrink = DecoderCache.shrink
+    monkeypatch.setattr(DecoderCache, "shrink", lambda cache, keep: shrinks.append(keep.shape) or shrink(cache, keep))
     torch.manual_seed(0)
     model = build_model(TrainConfig(problem=problem, problem_options=options, rule="ln_d", n_train=n // 2), "cpu")
     instance = model.problem.generate(16, n, torch.Generator().manual_seed(1))
@@ -102,6 +109,7 @@ def test_the_fast_decoding_step_gives_the_reference_solutions_and_likelihoods(pr
             assert torch.equal(fast, reference)
             assert torch.allclose(ll_fast, ll_reference, rtol=1e-5, atol=1e-4)
             assert ll_fast.abs().max() > 1  # the likelihoods compared are not trivially zero
+    assert shrinks  # the greedy rollout did drop retired nodes
     # Training's sampled rollout: decoding without gradients, then the likelihood of all steps replayed at
     # once (the loop with gradients for bin packing, whose placement head is not replayed).
     for n_mode in ("instance", "unmasked"):

@@ -21,7 +21,7 @@ model width.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import torch
 from torch import nn
@@ -31,6 +31,11 @@ from .attention import Attention, AttentionContext
 # What the encoder's linear layers may compute in: "bfloat16" runs them under autocast (a training
 # option, `eie.training.TrainConfig.precision`); the attention softmax and the decoder stay float32.
 PRECISIONS = ("float32", "bfloat16")
+# A greedy rollout over n >= SHRINK_FROM nodes drops the nodes no instance can choose again from its
+# key cache, checking SHRINKS times per n steps (each check reads one number from the device). Sampling
+# keeps every column: its random draws depend on the number of columns.
+SHRINK_FROM = 256
+SHRINKS = 16
 
 
 @dataclass(frozen=True)
@@ -83,13 +88,17 @@ class EncoderLayer(nn.Module):
 
 @dataclass
 class DecoderCache:
-    """Per-episode precomputation: node embeddings, graph query, glimpse keys/values, logit keys."""
+    """Per-episode precomputation: node embeddings, graph query, glimpse keys/values, logit keys.
+
+    After `shrink` the keys and values hold m <= n columns: node `columns[b, j]` is column j (the
+    decoding step then works on m columns and maps its choice back)."""
 
     nodes: torch.Tensor  # (B, n, D)
     graph: torch.Tensor  # (B, D)
-    glimpse_k_t: torch.Tensor  # (B, H, d, n): the glimpse keys, transposed once for the one-query product
-    glimpse_v: torch.Tensor  # (B, H, n, d)
-    logit_k_t: torch.Tensor  # (B, D, n): the pointer keys, transposed likewise
+    glimpse_k_t: torch.Tensor  # (B, H, d, m): the glimpse keys, transposed once for the one-query product
+    glimpse_v: torch.Tensor  # (B, H, m, d)
+    logit_k_t: torch.Tensor  # (B, D, m): the pointer keys, transposed likewise
+    columns: torch.Tensor | None = None  # (B, m) node index of each column; None: all n nodes in order
 
     @property
     def glimpse_k(self) -> torch.Tensor:
@@ -98,7 +107,25 @@ class DecoderCache:
 
     def detach(self) -> "DecoderCache":
         """The same tensors, cut from the autograd graph (no copy)."""
-        return DecoderCache(*(getattr(self, field.name).detach() for field in fields(self)))
+        return DecoderCache(*(None if getattr(self, f.name) is None else getattr(self, f.name).detach()
+                              for f in fields(self)))
+
+    def shrink(self, keep: torch.Tensor) -> "DecoderCache":
+        """The cache with only columns `keep` (B, m) of its keys and values (indices into its columns)."""
+        batch, heads, d, _ = self.glimpse_k_t.shape
+        columns = keep if self.columns is None else self.columns.gather(1, keep)
+        return DecoderCache(self.nodes, self.graph,
+                            self.glimpse_k_t.gather(3, keep[:, None, None, :].expand(-1, heads, d, -1)),
+                            self.glimpse_v.gather(2, keep[:, None, :, None].expand(-1, heads, -1, d)),
+                            self.logit_k_t.gather(2, keep[:, None, :].expand(-1, self.logit_k_t.shape[1], -1)),
+                            columns)
+
+    def columns_of(self, nodes: torch.Tensor) -> torch.Tensor:
+        """A (B, n, ...) per-node tensor restricted to the cache's columns (B, m, ...)."""
+        if self.columns is None:
+            return nodes
+        index = self.columns.view(*self.columns.shape, *([1] * (nodes.dim() - 2)))
+        return nodes.gather(1, index.expand(-1, -1, *nodes.shape[2:]))
 
 
 class Decoder(nn.Module):
@@ -138,10 +165,11 @@ class Decoder(nn.Module):
 
     def step(self, cache: DecoderCache, state, attention: Attention, ctx: AttentionContext,
              reference: bool = False) -> torch.Tensor:
-        """Log-probabilities (B, n) of the next action; -inf where the state forbids it (`log_probs`
-        with T = 1). `reference=True`: the straightforward step (the fused attention call and
-        (B, n, D) x (B, D, 1) products), the reference implementation kept for tests and benchmarks."""
-        mask = state.mask()  # (B, n) True = not allowed
+        """Log-probabilities (B, m) of the next action over the cache's columns (all n nodes unless
+        the cache was shrunk); -inf where the state forbids it (`log_probs` with T = 1).
+        `reference=True`: the straightforward step (the fused attention call and (B, n, D) x (B, D, 1)
+        products), the reference implementation kept for tests and benchmarks."""
+        mask = cache.columns_of(state.mask())  # (B, m) True = not allowed
         query = cache.graph + self.step_context(state, cache.nodes)  # (B, D)
         if not reference:
             return self.log_probs(cache, query[:, None], mask[:, None], attention, ctx)[:, 0]
@@ -247,21 +275,29 @@ class AttentionModel(nn.Module):
         if decode not in ("greedy", "sample"):
             raise ValueError(f"decode must be 'greedy' or 'sample', got {decode!r}")
         state = self.problem.initial_state(instance)
+        n = cache.nodes.shape[1]
         log_likelihood = torch.zeros(cache.nodes.shape[0], device=cache.nodes.device)
-        fixed = None if self.attention.n_mode == "unmasked" else self.glimpse_context(instance, state)
+        fixed = whole = None if self.attention.n_mode == "unmasked" else self.glimpse_context(instance, state)
+        shrink = decode == "greedy" and not (record or reference or recompute_each_step) and n >= SHRINK_FROM
+        shrink_every = max(n // SHRINKS, 1) if shrink else None
         steps = []  # what `record` keeps of each step: (context inputs, mask, glimpse n, action)
         while not state.done:
             if recompute_each_step:
                 cache = self.decoder.precompute(cache.nodes)
-            ctx = fixed if fixed is not None else self.glimpse_context(instance, state)
+            if shrink_every and state.step and state.step % shrink_every == 0:
+                shrunk = self._without_retired(cache, state)
+                if shrunk is not cache:
+                    cache, fixed = shrunk, fixed and self._on_columns(whole, shrunk)
+            ctx = fixed if fixed is not None else self._on_columns(self.glimpse_context(instance, state), cache)
             log_p = self.decoder.step(cache, state, self.attention, ctx, reference=reference)
             if decode == "greedy":
-                action = log_p.argmax(dim=1)
+                choice = log_p.argmax(dim=1)
             else:
-                action = torch.multinomial(log_p.exp(), 1, generator=generator)[:, 0]
+                choice = torch.multinomial(log_p.exp(), 1, generator=generator)[:, 0]
+            action = choice if cache.columns is None else cache.columns.gather(1, choice[:, None])[:, 0]
             if record:
                 steps.append((self.decoder.step_context.inputs(state), state.mask(), ctx.n, action))
-            log_likelihood = log_likelihood + log_p.gather(1, action[:, None])[:, 0]
+            log_likelihood = log_likelihood + log_p.gather(1, choice[:, None])[:, 0]
             if self.action_head is not None:
                 action, log_p_second = self.action_head(state, cache.nodes, action, decode, generator)
                 log_likelihood = log_likelihood + log_p_second
@@ -274,6 +310,23 @@ class AttentionModel(nn.Module):
                 "glimpse", 0, torch.stack(ns, dim=1), self.problem.positions(instance))
             trace = DecodingTrace(context_inputs, torch.stack(masks, dim=1), glimpse, torch.stack(actions, dim=1))
         return state.solution(), log_likelihood, trace
+
+    def _without_retired(self, cache: DecoderCache, state) -> DecoderCache:
+        """The cache without the columns no instance can choose again (`State.retired`), when that
+        drops at least a quarter of them (else `cache` itself). Reads one number back from the
+        device (the largest count of live nodes)."""
+        retired = cache.columns_of(state.retired())  # (B, m)
+        live = int((~retired).sum(1).max())
+        if live > 0.75 * retired.shape[1]:
+            return cache
+        keep = torch.sort(retired.to(torch.int8), dim=1, stable=True).indices[:, :max(live, 1)]  # live columns first
+        return cache.shrink(keep)
+
+    def _on_columns(self, ctx: AttentionContext, cache: DecoderCache) -> AttentionContext:
+        """`ctx` with the node positions of the cache's columns only."""
+        if cache.columns is None or ctx.positions is None:
+            return ctx
+        return replace(ctx, positions=cache.columns_of(ctx.positions))
 
     def first_step_log_probs(self, instance: dict) -> torch.Tensor:
         """Log-probabilities of the first action (for equivariance checks)."""

@@ -57,6 +57,9 @@ class BPPState:
     def mask(self) -> torch.Tensor:
         return self.packed
 
+    def retired(self) -> torch.Tensor:
+        return self.packed
+
     def candidates(self, box: torch.Tensor):
         """For the chosen boxes (B,): each orientation's extents (B, 6, 3) and resting heights at
         every corner (B, 6, L, W), inf where the box would stick out (the heuristics' full map)."""

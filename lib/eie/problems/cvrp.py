@@ -50,6 +50,10 @@ class CVRPState:
         after = self.step - self.visited.shape[1]
         return after >= 0 and after % DONE_CHECK_EVERY == 0 and bool(self.finished.all())
 
+    def retired(self) -> torch.Tensor:
+        """Served destinations (the depot is never retired)."""
+        return self.visited
+
     def mask(self) -> torch.Tensor:
         """(B, n + 1) True = not allowed now."""
         too_big = self.demand > self.remaining[:, None] + _EPS

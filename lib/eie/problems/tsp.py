@@ -31,6 +31,9 @@ class TSPState:
     def mask(self) -> torch.Tensor:
         return self.visited
 
+    def retired(self) -> torch.Tensor:
+        return self.visited
+
     def update(self, action: torch.Tensor) -> "TSPState":
         first = action if self.step == 0 else self.first
         visited = self.visited.scatter(1, action[:, None], True)
