@@ -4,7 +4,7 @@
 Each configuration runs in a fresh process (peak RSS is per process): the test set is drawn, the
 untrained TSP model decodes it greedily in chunks, and the process reports its peak resident set
 size and the size of the test set itself. Run: python benchmarks/bench_eval_memory.py
-[--n 1600] [--configs 256:16 32:16 64:64]   (instances:chunk)
+[--n 1600] [--configs 512:16 64:16 64:64]   (instances:chunk)
 """
 
 import argparse
@@ -40,7 +40,7 @@ def measure(n: int, instances: int, chunk: int) -> dict:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=1600)
-    parser.add_argument("--configs", nargs="+", default=["256:16", "32:16", "64:64"])
+    parser.add_argument("--configs", nargs="+", default=["512:16", "64:16", "64:64"])
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

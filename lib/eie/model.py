@@ -8,7 +8,13 @@ still allowed; single-head pointer logits C tanh(q.k / sqrt(D)) with C = 10; mas
 A problem with a second decision per step (bin packing's placement) supplies an action head that
 completes the pointer's choice; its log-probability joins the solution's log-likelihood.
 What does not change within an episode (node keys and values, the graph part of the query) is
-computed once per instance (`Decoder.precompute`), so a decoding step costs O(n D) per instance.
+computed once per instance (`Decoder.precompute`), so a decoding step costs O(n D) per instance;
+a long greedy rollout drops the nodes no instance can choose again from that cache as it goes.
+
+Speed (issue 13; `benchmarks/`): training's sampled rollout decodes without gradients and then
+computes the log-likelihood of all its steps at once (`sample_with_gradients`, `Decoder.replay`);
+the encoder's linear layers may run in bfloat16 while training (`encoder_precision`). Every path
+keeps a straightforward reference (`reference=True`, `rollout` with gradients) that tests compare.
 
 Every softmax over the nodes (encoder self-attention, the decoder glimpse) goes through one
 `eie.attention.Attention` object (`model.attention`), called with an `AttentionContext`: the site,
@@ -151,10 +157,10 @@ class Decoder(nn.Module):
         and masks `blocked` (B, T, n) (True = not allowed; -inf there). T = 1 is one step; a whole
         solution's steps at once is the replay of `AttentionModel.sample_with_gradients`.
 
-        The glimpse (`attention.attend_steps`) is a product with the transposed keys, a masked softmax
-        and a product with the values; the pointer logits are one product with the transposed keys
-        (on a CPU both are several times faster than the fused kernel and a batched matrix-vector
-        product)."""
+        The glimpse is `attention.attend_steps` (for one step: product with the transposed keys,
+        masked softmax, product with the values; for many: the fused kernel); the pointer logits are
+        one product with the transposed keys (on a CPU several times faster than a batched
+        matrix-vector product)."""
         batch, steps, dim = query.shape
         heads = self.config.heads
         q = query.view(batch, steps, heads, dim // heads).transpose(1, 2)  # (B, H, T, d)
@@ -243,9 +249,11 @@ class AttentionModel(nn.Module):
                 recompute_each_step: bool = False, reference: bool = False):
         """Decode whole solutions: returns (solution (B, steps), summed log-likelihood (B,)).
 
-        decode: "greedy" or "sample" (draws from `generator`). recompute_each_step: re-project the
+        decode: "greedy" or "sample" (draws from `generator`). A greedy rollout over n >= SHRINK_FROM
+        nodes drops the nodes no instance can choose again from its key cache as it goes (same
+        solutions; the step's cost falls with the nodes left). recompute_each_step: re-project the
         node keys and values at every step. reference: the straightforward decoding step
-        (`Decoder.step`). Both for tests and benchmarks only.
+        (`Decoder.step`), every column kept. Both for tests and benchmarks only.
         """
         nodes = self.encode(instance)
         solution, log_likelihood, _ = self._decode(instance, self.decoder.precompute(nodes), decode, generator,
@@ -287,7 +295,8 @@ class AttentionModel(nn.Module):
             if shrink_every and state.step and state.step % shrink_every == 0:
                 shrunk = self._without_retired(cache, state)
                 if shrunk is not cache:
-                    cache, fixed = shrunk, fixed and self._on_columns(whole, shrunk)
+                    cache = shrunk
+                    fixed = None if whole is None else self._on_columns(whole, cache)
             ctx = fixed if fixed is not None else self._on_columns(self.glimpse_context(instance, state), cache)
             log_p = self.decoder.step(cache, state, self.attention, ctx, reference=reference)
             if decode == "greedy":
@@ -313,8 +322,10 @@ class AttentionModel(nn.Module):
 
     def _without_retired(self, cache: DecoderCache, state) -> DecoderCache:
         """The cache without the columns no instance can choose again (`State.retired`), when that
-        drops at least a quarter of them (else `cache` itself). Reads one number back from the
-        device (the largest count of live nodes)."""
+        drops at least a quarter of them (else `cache` itself; also for a problem whose states do not
+        say which nodes are retired). Reads one number back from the device (the most live nodes)."""
+        if not hasattr(state, "retired"):
+            return cache
         retired = cache.columns_of(state.retired())  # (B, m)
         live = int((~retired).sum(1).max())
         if live > 0.75 * retired.shape[1]:

@@ -50,9 +50,9 @@ class State(Protocol):
         ...
 
     def retired(self) -> torch.Tensor:
-        """(B, n_choices) bool, True for choices that can never be allowed again in this episode
-        (visited cities, served destinations, packed boxes): a long greedy decoding drops them from
-        its key cache (`AttentionModel.rollout`). A subset of `mask()`."""
+        """Optional. (B, n_choices) bool, True for choices that can never be allowed again in this
+        episode (visited cities, served destinations, packed boxes): a long greedy decoding drops
+        them from its key cache (`AttentionModel.rollout`). A subset of `mask()`."""
         ...
 
     def update(self, action: torch.Tensor) -> "State": ...
