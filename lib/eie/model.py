@@ -41,7 +41,8 @@ PRECISIONS = ("float32", "bfloat16")
 # key cache, checking SHRINKS times per n steps (each check reads one number from the device). Sampling
 # keeps every column: its random draws depend on the number of columns.
 SHRINK_FROM = 256
-SHRINKS = 16
+SHRINKS = 32
+SHRINK_AT = 0.125  # the share of retired columns that makes a check shrink the cache
 
 
 @dataclass(frozen=True)
@@ -322,13 +323,13 @@ class AttentionModel(nn.Module):
 
     def _without_retired(self, cache: DecoderCache, state) -> DecoderCache:
         """The cache without the columns no instance can choose again (`State.retired`), when that
-        drops at least a quarter of them (else `cache` itself; also for a problem whose states do not
+        drops at least SHRINK_AT of them (else `cache` itself; also for a problem whose states do not
         say which nodes are retired). Reads one number back from the device (the most live nodes)."""
         if not hasattr(state, "retired"):
             return cache
         retired = cache.columns_of(state.retired())  # (B, m)
         live = int((~retired).sum(1).max())
-        if live > 0.75 * retired.shape[1]:
+        if live > (1 - SHRINK_AT) * retired.shape[1]:
             return cache
         keep = torch.sort(retired.to(torch.int8), dim=1, stable=True).indices[:, :max(live, 1)]  # live columns first
         return cache.shrink(keep)
