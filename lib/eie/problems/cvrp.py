@@ -131,7 +131,8 @@ class CVRP(Problem):
         """n destinations plus the depot (node 0); demand in units of C_v, zero at the depot."""
         if n < 1 or batch < 1:
             raise ValueError(f"a CVRP batch needs n >= 1 destinations and batch >= 1, got n={n}, batch={batch}")
-        coords = torch.rand(batch, n + 1, 2, generator=generator, device="cpu") * 2 - 1  # drawn on the CPU: the same on any device
+        # drawn on the CPU (the seeded generator's device): the same instances on any device
+        coords = torch.rand(batch, n + 1, 2, generator=generator, device="cpu") * 2 - 1
         demand = torch.rand(batch, n + 1, generator=generator, device="cpu")
         demand[:, DEPOT] = 0.0
         return {"coords": coords.to(device), "demand": (demand / self.capacity).to(device)}
@@ -147,7 +148,8 @@ class CVRP(Problem):
     def permute(self, instance: dict, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
         """The destinations in a random order; the depot stays node 0."""
         destinations = instance["coords"].shape[1] - 1
-        order = torch.cat([torch.zeros(1, dtype=torch.long, device="cpu"), 1 + torch.randperm(destinations, generator=generator, device="cpu")])
+        shuffled = 1 + torch.randperm(destinations, generator=generator, device="cpu")
+        order = torch.cat([torch.zeros(1, dtype=torch.long, device="cpu"), shuffled])
         return reorder(instance, order), order
 
     def reference_costs(self, instance: dict, iterations: int | None = 1000, time_limit: float | None = None):

@@ -45,8 +45,8 @@ def lowest_placements_kernel(heights, extents, low, best_y, trapped):
                 integral[b, x + 1, y + 1] = integral[b, x, y + 1] + row
     for job in nb.prange(batch * orientations):
         b, o = job // orientations, job % orientations
-        l, w = extents[b, o, 0], extents[b, o, 1]
-        nx, ny = length - l + 1, width - w + 1
+        size_x, size_y = extents[b, o, 0], extents[b, o, 1]  # the box's extent along x and y
+        nx, ny = length - size_x + 1, width - size_y + 1
         for x in range(length):
             low[b, o, x] = np.inf
             best_y[b, o, x] = 0
@@ -54,27 +54,28 @@ def lowest_placements_kernel(heights, extents, low, best_y, trapped):
             along_y = np.empty((length, ny), np.int32)  # max over the window along y, row by row
             prefix, suffix = np.empty(width, np.int32), np.empty(width, np.int32)
             for x in range(length):
-                _sliding_max(heights[b, x], w, ny, prefix, suffix, along_y[x])
+                _sliding_max(heights[b, x], size_y, ny, prefix, suffix, along_y[x])
             # along x, whole rows at a time (contiguous inner loops): van Herk's block prefix and suffix maxima
             before, after = np.empty((length, ny), np.int32), np.empty((length, ny), np.int32)
             for x in range(length):
                 for y in range(ny):
-                    before[x, y] = along_y[x, y] if x % l == 0 else max(before[x - 1, y], along_y[x, y])
+                    before[x, y] = along_y[x, y] if x % size_x == 0 else max(before[x - 1, y], along_y[x, y])
             for x in range(length - 1, -1, -1):
+                block_end = x == length - 1 or (x + 1) % size_x == 0
                 for y in range(ny):
-                    after[x, y] = along_y[x, y] if (x == length - 1 or (x + 1) % l == 0) else max(after[x + 1, y], along_y[x, y])
+                    after[x, y] = along_y[x, y] if block_end else max(after[x + 1, y], along_y[x, y])
             for x in range(nx):
                 lowest, at = np.int32(2**31 - 1), 0
                 for y in range(ny):
-                    rest = max(after[x, y], before[x + l - 1, y])
+                    rest = max(after[x, y], before[x + size_x - 1, y])
                     if rest < lowest:  # strict: the smallest y wins ties
                         lowest, at = rest, y
                 low[b, o, x] = lowest
                 best_y[b, o, x] = at
-        area = np.float32(l * w)
+        area = np.float32(size_x * size_y)
         for x in range(length):
             y = best_y[b, o, x]
-            x1, y1 = min(x + l, length), min(y + w, width)
+            x1, y1 = min(x + size_x, length), min(y + size_y, width)
             under = integral[b, x1, y1] - integral[b, x, y1] - integral[b, x1, y] + integral[b, x, y]
             resting = low[b, o, x] if low[b, o, x] < np.inf else np.float32(0.0)
             trapped[b, o, x] = area * resting - np.float32(under)

@@ -81,7 +81,8 @@ class TSP(Problem):
     def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:
         if n < 2 or batch < 1:
             raise ValueError(f"a TSP batch needs n >= 2 cities and batch >= 1, got n={n}, batch={batch}")
-        coords = torch.rand(batch, n, 2, generator=generator, device="cpu") * 2 - 1  # drawn on the CPU: the same instances on any device
+        # drawn on the CPU (the seeded generator's device): the same instances on any device
+        coords = torch.rand(batch, n, 2, generator=generator, device="cpu") * 2 - 1
         return {"coords": coords.to(device)}
 
     def size(self, instance: dict) -> int:
