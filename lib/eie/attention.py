@@ -13,9 +13,11 @@ site, which layer, the n the rules see, the nodes' positions). The object decide
 
 A new kind of attention (a distance bias per head, a rotary encoding of coordinates, a scale per
 layer) is a subclass that overrides one hook, plus an entry in `eie.methods`; the encoder, decoder,
-training and evaluation do not change. Every case runs through PyTorch's
+training and evaluation do not change. Self-attention and many-query glimpses run through PyTorch's
 `scaled_dot_product_attention` (a bias goes in as its additive float mask), so the plain scalar case
-keeps the fused kernel (`benchmarks/bench_attention.py` measures the seam against a direct call).
+keeps the fused kernel (`benchmarks/bench_attention.py` measures the seam against a direct call); a
+single decoding step's glimpse (`attend_steps` with one query) is an explicit product, masked softmax
+and product, faster for one query. All of it is computed in float32, even under autocast.
 """
 
 from __future__ import annotations
