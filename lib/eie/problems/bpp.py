@@ -60,23 +60,27 @@ class BPPState:
     def retired(self) -> torch.Tensor:
         return self.packed
 
+    def edges_of(self, box: torch.Tensor) -> torch.Tensor:
+        """(B, 3) edges of the chosen boxes (B,)."""
+        return self.dims.gather(1, box[:, None, None].expand(-1, 1, 3))[:, 0]
+
     def candidates(self, box: torch.Tensor):
         """For the chosen boxes (B,): each orientation's extents (B, 6, 3) and resting heights at
         every corner (B, 6, L, W), inf where the box would stick out (the heuristics' full map)."""
-        dims = self.dims.gather(1, box[:, None, None].expand(-1, 1, 3))[:, 0]
+        dims = self.edges_of(box)
         return oriented(dims), resting_heights(self.heights, dims)
 
     def placement_options(self, box: torch.Tensor):
         """For the chosen boxes (B,): each orientation's extents (B, 6, 3) and, at every corner column x,
         the lowest resting height over y, the y that reaches it and the trapped volume there, (B, 6, L)
         each (`heightmap.lowest_placements`)."""
-        dims = self.dims.gather(1, box[:, None, None].expand(-1, 1, 3))[:, 0]
+        dims = self.edges_of(box)
         return (oriented(dims), *lowest_placements(self.heights, dims))
 
     def update(self, action: torch.Tensor) -> "BPPState":
         """action (B, 4): box, orientation, x, y."""
         box, orientation, x, y = action.unbind(1)
-        extents = oriented(self.dims.gather(1, box[:, None, None].expand(-1, 1, 3))[:, 0])
+        extents = oriented(self.edges_of(box))
         extent = extents.gather(1, orientation[:, None, None].expand(-1, 1, 3))[:, 0]
         heights, z = place(self.heights, x, y, extent)
         row = torch.stack([box, x, y, z.long(), extent[:, 0], extent[:, 1], extent[:, 2]], dim=1)
@@ -87,12 +91,16 @@ class BPPState:
         return self.placements
 
     @functools.cached_property
+    def floor(self) -> torch.Tensor:
+        """(B,) float32: the height of the lowest cell."""
+        return self.heights.flatten(1).amin(1).to(torch.float32)
+
+    @functools.cached_property
     def frontier(self) -> torch.Tensor:
         """(B, 2, L, W): the last two height maps, relative to the current lowest cell, / MAX_EDGE;
         computed once per state (the step context and the placement head both read it)."""
-        floor = self.heights.flatten(1).amin(1).to(torch.float32)[:, None, None, None]
         maps = torch.stack([self.heights, self.previous], dim=1).to(torch.float32)  # integers: exact
-        return maps.sub_(floor).div_(MAX_EDGE)
+        return maps.sub_(self.floor[:, None, None, None]).div_(MAX_EDGE)
 
 
 class BoxEmbedding(nn.Module):
@@ -148,7 +156,7 @@ class PlacementHead(nn.Module):
         batch = box.shape[0]
         extents, low, y, trapped = state.placement_options(box)  # (B, 6, 3), then (B, 6, L) each
         valid = torch.isfinite(low)
-        floor = state.heights.flatten(1).amin(1).to(torch.float32)[:, None, None]
+        floor = state.floor[:, None, None]
         x = torch.arange(self.length, device=box.device, dtype=torch.float32)[None, None, :].expand(batch, 6, -1)
         extent = extents.to(torch.float32)[:, :, None, :].expand(-1, -1, self.length, -1) / MAX_EDGE
         features = torch.cat([

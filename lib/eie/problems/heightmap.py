@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover
     lowest_placements_kernel = None
 
 CPU_KERNEL = lowest_placements_kernel is not None  # False: the torch composition on CPU too (tests)
+
 # The six axis-aligned orientations: which of the box's (a, b, c) edges lie along x, y and up.
 ORIENTATIONS = ((0, 1, 2), (1, 0, 2), (0, 2, 1), (2, 0, 1), (1, 2, 0), (2, 1, 0))
 INVALID = float("inf")

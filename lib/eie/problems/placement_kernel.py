@@ -1,6 +1,6 @@
 """The bin-packing placement candidates as one compiled CPU kernel (numba), for `heightmap.lowest_placements`.
 
-For every instance b and orientation o of its chosen box (extent l along x, w along y), and every
+For every instance b and orientation o of its chosen box (extents size_x, size_y), and every
 corner column x: the lowest height at which the box can rest over all y (the 2D sliding-window
 maximum of the height map, minimised over y), the smallest y that reaches it, and the empty volume
 trapped under the box there. The same numbers as the vectorised torch composition in `heightmap`
@@ -33,7 +33,7 @@ def _sliding_max(values, window, count, prefix, suffix, out):
 def lowest_placements_kernel(heights, extents, low, best_y, trapped):
     """heights (B, L, W) int64; extents (B, O, 3) int64. Writes low (B, O, L) float32 (inf where the box
     sticks out at every y), best_y (B, O, L) int64 (0 there) and trapped (B, O, L) float32:
-    float32(l w) * float32(low or 0) - float32(sum of heights under the footprint at (x, best_y),
+    float32(size_x size_y) * float32(low or 0) - float32(sum of heights under the footprint at (x, best_y),
     clipped to the bin), as `heightmap` computes it."""
     batch, length, width = heights.shape
     orientations = extents.shape[1]
