@@ -37,10 +37,10 @@ def _stretched_log(d, N=None, **_):
 @pytest.fixture
 def new_methods():
     added = [methods.register(Method) for Method in (
-        methods.Method("dist_bias", "distance bias", "distance bias", "#2ca02c",
+        methods.Method("test_bias", "test bias", "test bias", "#2ca02c",
                        lambda d, **_: scaling.inv_sqrt_d(d), attention=DistanceBias),
         methods.Method("stretched", "stretched log", "stretched log", "#17becf", _stretched_log,
-                       applied_to="dist_bias", linestyle="-."),
+                       applied_to="test_bias", linestyle="-."),
     )]
     yield added
     for method in reversed(added):
@@ -49,21 +49,21 @@ def new_methods():
 
 def test_a_method_registered_here_is_trained_evaluated_checked_plotted_and_tabulated(tmp_path, monkeypatch, new_methods):
     monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
-    models, log = study.train_models(["dist_bias"], [0], run="t", device="cpu", progress=False, problem="tsp",
+    models, log = study.train_models(["test_bias"], [0], run="t", device="cpu", progress=False, problem="tsp",
                                      n_train=8, epochs=1, steps_per_epoch=2, batch_size=8, baseline_eval_size=8)
-    assert isinstance(models[("dist_bias", 0)].attention, DistanceBias) and len(log) == 1
-    bound = study.bind_methods(["dist_bias", "stretched"], 16, 8)
+    assert isinstance(models[("test_bias", 0)].attention, DistanceBias) and len(log) == 1
+    bound = study.bind_methods(["test_bias", "stretched"], 16, 8)
     results, _, _ = study.evaluate(models, bound, 8, 16, test_size=4, reference_size=2, device="cpu", progress=False)
-    assert set(results.method) == {"dist_bias", "stretched", "reference"}
-    assert "stretched reproduce the distance bias model exactly at n = N = 8" in check_extrapolation(results, 8)
+    assert set(results.method) == {"test_bias", "stretched", "reference"}
+    assert "stretched reproduce the test bias model exactly at n = N = 8" in check_extrapolation(results, 8)
     table = study.table_by_method(results).rename(index=methods.label)
-    assert list(table.index) == ["distance bias", "stretched log"]
+    assert list(table.index) == ["test bias", "stretched log"]
     figure = extrapolation_figure(results, "tour length", "LKH")
     lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
     assert matplotlib.colors.to_hex(lines["stretched log"].get_color()) == "#17becf"
     assert lines["stretched log"].get_linestyle() == "-."
     declared = NOTEBOOK_PARAMETERS["03_train_tsp"]  # the notebooks accept the new keys as parameters
-    assert declared["rules"](["dist_bias"]) == ["dist_bias"]
+    assert declared["rules"](["test_bias"]) == ["test_bias"]
     assert declared["training_free"](["stretched"]) == ["stretched"]
 
 
@@ -76,7 +76,7 @@ def test_the_bias_reaches_the_encoder_and_the_probes(new_methods):
     plain = AttentionModel(TSP(), Attention(scaling.inv_sqrt_d(16))).eval()
     instance = TSP().generate(2, 10, torch.Generator().manual_seed(1))
     own = probes.probe_encoder(plain, instance)
-    biased = probes.probe_encoder(plain, instance, methods.get("dist_bias").bind(16))
+    biased = probes.probe_encoder(plain, instance, methods.get("test_bias").bind(16))
     distance = torch.cdist(instance["coords"], instance["coords"])
     q, k, _ = plain.encoder[0].attention.heads_of(own.inputs[0])
     expected = torch.softmax(0.25 * q @ k.transpose(-1, -2) - torch.tensor([2.0 ** -h for h in range(8)]).view(1, -1, 1, 1)

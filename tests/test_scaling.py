@@ -22,8 +22,8 @@ def test_rule_values_and_types():
 
 
 def test_which_rules_need_retraining():
-    assert methods.keys(trained=True) == ["inv_sqrt_d", "ln_d", "ln_sqrt_d", "ssmax"]
-    assert {methods.get(k).applied_to for k in methods.keys(trained=False)} == {"inv_sqrt_d"}
+    assert methods.keys(trained=True) == ["inv_sqrt_d", "ln_d", "ln_sqrt_d", "ssmax", "dist_bias", "rope", "ptrnet"]
+    assert {methods.get(k).applied_to for k in methods.keys(trained=False)} == {"inv_sqrt_d", "dist_bias", "rope"}
     for key in ("eie", "exact", "log_N"):  # test-time rules equal 1/sqrt(d) at N: the same model serves them
         assert methods.get(key).model_key == "inv_sqrt_d"
 

@@ -43,7 +43,8 @@ def fixed_test_set(problem, n: int, size: int, seed: int = 1234, device="cpu") -
 def greedy_costs(model: AttentionModel, instance: dict, method: BoundMethod | None = None,
                  chunk: int = 256) -> torch.Tensor:
     """Greedy costs, decoded in chunks to bound memory, with `method` applied at test time (same
-    sites and n mode as trained; None keeps the model's own attention).
+    sites and n mode as trained; None keeps the model's own attention). A method that rescales
+    coordinates rescales what the model sees; the solution is checked and costed on `instance`.
 
     Every solution passes the problem's feasibility check before its cost is returned.
     """
@@ -53,7 +54,7 @@ def greedy_costs(model: AttentionModel, instance: dict, method: BoundMethod | No
         costs = []
         for start in range(0, batch, chunk):
             part = {k: v[start:start + chunk] for k, v in instance.items()}
-            solution, _ = model.rollout(part, "greedy")
+            solution, _ = model.rollout(part if method is None else method.seen_by_model(part, model.problem), "greedy")
             model.problem.check(part, solution)
             costs.append(model.problem.cost(part, solution))
         return torch.cat(costs)

@@ -19,6 +19,20 @@ method is one `register(Method(...))` call (a test does it from its own file).
 | `log_N`      | log_N(n)/sqrt(d)       | calibrated log rule (= 1/sqrt(d) at N)  | the 1/sqrt(d) one |
 | `eie`        | the fitted EIE net     | the EIE paper                           | the 1/sqrt(d) one |
 | `exact`      | lambda*(n), tabulated  | H(n, lambda) = H(N, 1/sqrt(d)) solved   | the 1/sqrt(d) one |
+| `dist_bias`  | 1/sqrt(d), bias -m_h r | PENS-A (ALiBi on distances)             | trained          |
+| `rope`       | 1/sqrt(d), axial RoPE  | PENS-R                                  | trained          |
+| `ptrnet`     | (additive attention)   | Pointer Network (Vinyals; Bello's RL)   | trained          |
+| `eie_dist_bias` | the fitted EIE net  | EIE on the distance-bias model          | the dist_bias one |
+| `eie_rope`   | the fitted EIE net     | EIE on the RoPE model                   | the rope one     |
+| `rescale`    | 1/sqrt(d); coords * sqrt(n/N) | PENS's rescaling, density kept   | the 1/sqrt(d) one |
+| `rescale_dist_bias` | as `rescale`    | rescaling on the distance-bias model    | the dist_bias one |
+| `eie_rescale` | EIE; coords * sqrt(n/N) | EIE and rescaling together            | the 1/sqrt(d) one |
+
+`eie.position_attention` holds the distance bias and the rotary encoding (and how PENS's constants
+are converted to this study's [-1, 1]^2), `eie.pointer_network` the Pointer Network. Coordinate
+rescaling by s(n) = sqrt(n/N) keeps the expected number of cities within a given distance of a city
+what it was at N (the density n / (area * s^2) is constant); `eie.rivals.rescaling_sweep` tries
+fixed factors instead.
 
 A test-time method must equal the method it is applied to at the training length (it is a way to
 extrapolate, not another model); the run checks of the notebooks assert it.
@@ -31,6 +45,8 @@ from typing import Callable
 
 from . import scaling
 from .attention import SITES, Attention
+from .pointer_network import PointerNetwork
+from .position_attention import AxialRoPE, DistanceBias
 from .scaling import ScalingRule
 
 
@@ -46,6 +62,12 @@ class Method:
     # The `eie.attention.Attention` class it runs with. None: plain `Attention` for a trained method;
     # for a test-time method, the attention of the model it is applied to with this method's rule.
     attention: type | None = None
+    # The policy class trained with it: None is `eie.model.AttentionModel`; any class built as
+    # cls(problem, attention, config) with `rollout` and `sample_with_gradients` (the Pointer Network).
+    model: type | None = None
+    # A test-time coordinate factor s(n, N): the model sees the coordinates times s (costs are
+    # measured on the originals); None leaves them alone. Must be 1 at n = N.
+    coordinate_scale: Callable[[int, int], float] | None = None
 
     @property
     def trained(self) -> bool:
@@ -66,16 +88,26 @@ class Method:
 
     def bind(self, d: int, N: int | None = None, net=None, table=None) -> "BoundMethod":
         """This method with its rule built for (d, N, net, table): what evaluation and probes take."""
-        return BoundMethod(self, self.rule(d, N=N, net=net, table=table))
+        return BoundMethod(self, self.rule(d, N=N, net=net, table=table), N)
 
 
 @dataclass(frozen=True)
 class BoundMethod:
     """A method ready to run on a trained model: `attention_for(model)` gives the model's attention
-    (same sites and n mode as it was trained with) with this method's rule."""
+    (same sites and n mode as it was trained with) with this method's rule; `seen_by_model(instance,
+    problem)` the instance as the model sees it (coordinates rescaled when the method says so)."""
 
     method: Method
     rule: ScalingRule
+    N: int | None = None
+
+    def seen_by_model(self, instance: dict, problem) -> dict:
+        scale = self.method.coordinate_scale
+        if scale is None:
+            return instance
+        if self.N is None:
+            raise ValueError(f"method {self.key!r} rescales coordinates by s(n, N) and needs the training length N")
+        return problem.scale_coordinates(instance, float(scale(problem.size(instance), self.N)))
 
     @property
     def key(self) -> str:
@@ -176,5 +208,31 @@ for _method in (
     Method("exact", "exact lambda*", r"exact $\lambda^*$", "#222222", _needs_table, applied_to="inv_sqrt_d",
            linestyle="--"),
     Method("log_N", "log_N(n)/sqrt(d)", r"$\log_N n/\sqrt{d}$", "#937860", _needs_N, applied_to="inv_sqrt_d"),
+):
+    register(_method)
+
+
+def density_preserving(n: int, N: int) -> float:
+    """s(n) = sqrt(n / N): coordinates stretched so that the cities per unit area stay as at N."""
+    return (n / N) ** 0.5
+
+
+def _plain(d, **_):
+    return scaling.inv_sqrt_d(d)
+
+
+for _method in (
+    Method("dist_bias", "distance bias (PENS-A)", "distance bias", "#55a868", _plain, attention=DistanceBias),
+    Method("rope", "axial RoPE (PENS-R)", "axial RoPE", "#64b5cd", _plain, attention=AxialRoPE),
+    Method("ptrnet", "Pointer Network", "Pointer Network", "#8c8c8c", _plain, model=PointerNetwork, linestyle=":"),
+    Method("eie_dist_bias", "EIE + distance bias", "EIE + distance bias", "#2e7d32", _needs_net,
+           applied_to="dist_bias", linestyle="--"),
+    Method("eie_rope", "EIE + RoPE", "EIE + RoPE", "#1f6f8b", _needs_net, applied_to="rope", linestyle="--"),
+    Method("rescale", "rescaled coords", r"coords $\times\sqrt{n/N}$", "#ccb974", _plain, applied_to="inv_sqrt_d",
+           coordinate_scale=density_preserving),
+    Method("rescale_dist_bias", "distance bias + rescaled", r"distance bias, coords $\times\sqrt{n/N}$", "#b8860b",
+           _plain, applied_to="dist_bias", coordinate_scale=density_preserving, linestyle="-."),
+    Method("eie_rescale", "EIE + rescaled coords", r"EIE, coords $\times\sqrt{n/N}$", "#e377c2", _needs_net,
+           applied_to="inv_sqrt_d", coordinate_scale=density_preserving, linestyle="-."),
 ):
     register(_method)

@@ -215,6 +215,8 @@ class AttentionModel(nn.Module):
         super().__init__()
         if attention.d != config.head_dim:
             raise ValueError(f"the attention is for head size d={attention.d}, the model has d={config.head_dim}")
+        if getattr(attention, "heads", config.heads) != config.heads:
+            raise ValueError(f"the attention lays out a bias over {attention.heads} heads, the model has {config.heads}")
         self.problem = problem
         self.attention = attention
         self.config = config

@@ -214,6 +214,15 @@ NOTEBOOK_PARAMETERS = {
     "05_train_bpp": {**TRAINING, "lr": number(above=0, example=1e-4),
                      "bins": list_of(list_of(integer(50), [120, 100], length=2), [[120, 100]], unique=True)},
     "06_extrapolation_tables": {"run": RUN, "alpha": number(above=0, at_most=0.5, example=0.05)},
+    "08_rivals": {
+        **TRAINING, "lr": number(above=0, example=1e-4), "lkh_runs": integer(1),
+        "max_gap_at_n_train": number(above=0, example=90.0), "alpha": number(above=0, at_most=0.5, example=0.05),
+        "rescale_factors": list_of(number(above=0, example=1.5), [1.0, 1.5, 2.0], unique=True),
+        "sweep_models": list_of(method_key(trained=True), ["inv_sqrt_d", "dist_bias"], unique=True),
+        "permutation_orderings": integer(1, 2), "permutation_instances": integer(1, 32),
+        "probe_instances": integer(1, 4), "entropy_samples": integer(16, 512),
+        "entropy_radius": number(above=0, example=0.25), "trf_eps": number(above=0, at_most=0.5, example=0.05),
+        "tsplib_max_n": optional(integer(51, 200))},
     "07_appendix": {
         "run": RUN, "n_train": integer(2, 20), "n_max": integer(3, 320), "seed": integer(0),
         "instances": integer(1, 16), "permutation_instances": integer(1, 4), "js_instances": integer(1, 64),
@@ -250,6 +259,9 @@ def _across(notebook: str, values: dict) -> list[str]:
         if missing:
             problems.append(f"lr_by_capacity has no learning rate for capacities {missing}; add them, e.g. "
                             f"-y 'lr_by_capacity: {_flow({**values['lr_by_capacity'], missing[0]: 5e-5})}'")
+    if notebook == "08_rivals":
+        if 1.0 not in values.get("rescale_factors", [1.0]):
+            problems.append("rescale_factors must include 1.0 (the unscaled model the others are compared with)")
     for key in values.get("training_free", []):
         base = methods.get(key).applied_to
         if "rules" in values and base not in values["rules"]:

@@ -151,3 +151,57 @@ def packings_figure(problem, instance: dict, solutions: dict, title: str = ""):
     if title:
         fig.suptitle(title)
     return fig
+
+
+def receptive_field_figure(measured, theory, N: int):
+    """The 2D receptive-field condition at a glance (`eie.receptive_field`): left, the Monte-Carlo row
+    entropy minus its value at N against n, one colour per slope, one line style per configuration
+    (invariance is the zero line); right, the theoretical receptive field in cities (TRF, plane
+    approximation capped at n - 1) with and without density-preserving rescaling."""
+    import numpy as np
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    slopes = sorted(measured.slope.unique())
+    colours = dict(zip(slopes, sns.color_palette("viridis", len(slopes))))
+    styles = dict(zip(dict.fromkeys(measured.configuration), ["-", "--", ":", "-."]))
+    lengths = sorted(measured.n.unique())
+    for (configuration, slope), part in measured.groupby(["configuration", "slope"], sort=False):
+        part = part.sort_values("n")
+        change = part.entropy.to_numpy() - float(part.entropy[part.n == N].iloc[0])
+        left.plot(part.n, change, marker="o", ms=3, color=colours[slope], ls=styles[configuration],
+                  label=f"{configuration}, m = {slope:.2g}")
+    left.axhline(0, color="black", lw=0.8)
+    left.set(xlabel="$n$", ylabel="row entropy minus its value at N (nats)", title="Monte Carlo")
+    length_axis(left, N, max(lengths))
+    left.legend(fontsize=6, ncol=2)
+    for (slope, rescaled), part in theory.groupby(["slope", "rescaled"]):
+        if slope == 0:
+            continue
+        right.plot(part.n, part.trf_cities, color=colours.get(slope, "grey"), ls="--" if rescaled else "-",
+                   marker="o", ms=3, label=f"m = {slope:.2g}{', rescaled' if rescaled else ''}")
+    right.plot(lengths, np.array(lengths) - 1, color="black", lw=0.8, ls=":", label="n - 1 (whole instance)")
+    right.set(xlabel="$n$", ylabel="cities within the TRF radius", yscale="log", title="theory (plane approximation)")
+    length_axis(right, N, max(lengths))
+    right.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def rescaling_figure(sweep):
+    """`eie.rivals.rescaling_sweep` at a glance: per model, the mean tour length relative to factor 1
+    (%) against the coordinate factor, one line per n, the density-preserving sqrt(n/N) marked."""
+    models = list(dict.fromkeys(sweep.model))
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 3.8), squeeze=False)
+    N = sweep.n.min()
+    mean = sweep.groupby(["model", "n", "factor"]).objective.mean()
+    palette = dict(zip(sorted(sweep.n.unique()), sns.color_palette("rocket_r", sweep.n.nunique())))
+    for ax, model in zip(axes[0], models):
+        for n, colour in palette.items():
+            curve = mean.loc[(model, n)]
+            ax.plot(curve.index, 100 * (curve / curve.loc[1.0] - 1), marker="o", ms=3, color=colour, label=f"n = {n}")
+            ax.axvline((n / N) ** 0.5, color=colour, lw=0.6, ls=":")
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set(xlabel="coordinate factor s", ylabel="tour length vs s = 1 (%)", title=methods.label(model))
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -81,3 +81,16 @@ def check_extrapolation(results: pd.DataFrame, n_train: int, reference: str = "t
                  f"than the {max_gap_pct:g} % every trained model of this notebook reaches: was it trained?")
         lines.append(f"every model is within {max_gap_pct:g} % of {reference} at n = N")
     return "\n".join(lines)
+
+
+def check_permutation_invariance(spread: pd.DataFrame, model: str = "inv_sqrt_d", tolerance_pct: float = 0.01) -> str:
+    """Theorem 1 on a trained Attention Model (`eie.rivals.permutation_spread`): its greedy tour
+    lengths change under reordering of the cities by less than `tolerance_pct` % on average at every
+    n (float rounding may flip a near-tie of a greedy choice, so not exactly 0)."""
+    part = spread[spread.model == model]
+    _require(len(part) > 0, f"no permutation measurements for the {model!r} model")
+    worst = float(part.mean_abs_change_pct.max())
+    _require(worst < tolerance_pct, f"the {model!r} model's tours change by {worst:.3g} % on average under "
+             f"reordering; Theorem 1 allows only float rounding (a flipped near-tie)")
+    return (f"{methods.label(model)} model: mean change of the tour length under reordering below {tolerance_pct:g} % "
+            "at every n (Theorem 1; float rounding may flip a near-tie of a greedy choice)")

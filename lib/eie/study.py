@@ -58,13 +58,17 @@ def describe_scales(net, table, d: int, N: int, N_max: int) -> str:
     return "\n".join(lines)
 
 
+def training_notebooks() -> list[str]:
+    """Every notebook that trains models (each problem's own, then the others that train one)."""
+    return [p.notebook for p in PROBLEMS.values()] + [nb for p in PROBLEMS.values() for nb in p.other_notebooks]
+
+
 def problem_for(notebook: str):
-    """The problem class (`eie.problems.PROBLEMS`) whose training notebook is `notebook`."""
+    """The problem class (`eie.problems.PROBLEMS`) that `notebook` trains."""
     for problem in PROBLEMS.values():
-        if problem.notebook == notebook:
+        if notebook == problem.notebook or notebook in problem.other_notebooks:
             return problem
-    raise ValueError(f"{notebook!r} is not a training notebook; choose from "
-                     f"{', '.join(p.notebook for p in PROBLEMS.values())}")
+    raise ValueError(f"{notebook!r} is not a training notebook; choose from {', '.join(training_notebooks())}")
 
 
 def training_setups(notebook: str, params: dict) -> list[dict]:
@@ -85,12 +89,13 @@ def training_setups(notebook: str, params: dict) -> list[dict]:
     return setups
 
 
-def train_problem(notebook: str, params: dict):
+def train_problem(notebook: str, params: dict, prefix: str = ""):
     """Every model a training notebook asks for: each setting of its problem, each trained rule and
     seed (`train_models`; resumable). Writes `results/<run>/<problem>_training_log.csv` (no timings,
     so reruns give the same file) and exports the first seed's policies to `results/<run>/models/`
-    (what notebook 07 reads). Returns ({setting: {(rule, seed): model}}, the training logs with a
-    `setting` column)."""
+    (what notebook 07 reads). `prefix` starts the log's file name (notebook 08 writes rivals_...,
+    beside notebook 03's files in the same run). Returns ({setting: {(rule, seed): model}}, the
+    training logs with a `setting` column)."""
     run, rules, seeds = params["run"], params["rules"], params["seeds"]
     models, logs = {}, []
     for setup in training_setups(notebook, params):
@@ -102,15 +107,16 @@ def train_problem(notebook: str, params: dict):
                          for rule in rules], run=run)
     logs = pd.concat(logs, ignore_index=True)
     name = problem_for(notebook).name
-    logs.drop(columns="seconds").to_csv(results_dir(run) / f"{name}_training_log.csv", index=False,
+    logs.drop(columns="seconds").to_csv(results_dir(run) / f"{prefix}{name}_training_log.csv", index=False,
                                         float_format="%.6f")
     return models, logs
 
 
-def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=None, d: int = 16):
+def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=None, d: int = 16, prefix: str = ""):
     """Every method of the notebook's parameters (`rules`, and `training_free` on the 1/sqrt(d)
     model) on each setting's `models` (from `train_problem`), with the reference solver on the
-    first `reference_size` instances. Writes the problem's `result_files` to `results/<run>/`.
+    first `reference_size` instances. Writes the problem's `result_files` to `results/<run>/`, their
+    names starting with `prefix`.
     Returns (results table with RESULT_COLUMNS over all settings, per-instance objectives,
     {setting: {n: reference objectives}})."""
     problem_class = problem_for(notebook)
@@ -129,8 +135,8 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
     results = pd.concat(results, ignore_index=True)
     table_file, instances_file = problem_class().result_files
     out = results_dir(params["run"])
-    results.to_csv(out / table_file, index=False, float_format="%.4f")
-    save_instance_costs(per_instance, out / instances_file)
+    results.to_csv(out / f"{prefix}{table_file}", index=False, float_format="%.4f")
+    save_instance_costs(per_instance, out / f"{prefix}{instances_file}")
     return results, per_instance, references
 
 

@@ -80,9 +80,9 @@ class TrainConfig:
 
 def build_model(config: TrainConfig, device="cpu") -> AttentionModel:
     problem = make_problem(config.problem, **config.problem_options)
-    attention = methods.get(config.rule).build(config.model.head_dim, N=config.n_train, sites=config.sites,
-                                               n_mode=config.n_mode)
-    model = AttentionModel(problem, attention, config.model).to(device)
+    method = methods.get(config.rule)
+    attention = method.build(config.model.head_dim, N=config.n_train, sites=config.sites, n_mode=config.n_mode)
+    model = (method.model or AttentionModel)(problem, attention, config.model).to(device)
     model.encoder_precision = config.precision
     return model
 

@@ -80,7 +80,7 @@ def run_worker(preset, notebook: str, poll_seconds: float = 30.0) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("preset", help="a preset YAML file, e.g. presets/paper.yaml")
-    parser.add_argument("notebook", choices=["03_train_tsp", "04_train_cvrp", "05_train_bpp"])
+    parser.add_argument("notebook", choices=study.training_notebooks())
     parser.add_argument("--threads", type=int, default=1, help="torch threads of this worker (default 1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -93,6 +93,7 @@ class Problem:
     maximise: bool = False
     reference_name: str = "reference"
     notebook: str = ""  # the training notebook that runs this problem, e.g. "03_train_tsp"
+    other_notebooks: tuple = ()  # notebooks that train it too, with the same settings (TSP: "08_rivals")
     reference_parameters: dict = {}  # option of `reference_costs` -> the notebook parameter that gives it
 
     @classmethod
@@ -125,6 +126,13 @@ class Problem:
     def positions(self, instance: dict) -> torch.Tensor | None:
         """(B, nodes, 2) coordinates of the encoded nodes, or None."""
         return None
+
+    def scale_coordinates(self, instance: dict, factor: float) -> dict:
+        """The instance with its node coordinates ("coords", in [-1, 1]^2) multiplied by `factor`
+        about the square's centre: what a model sees under test-time coordinate rescaling."""
+        if "coords" not in instance:
+            raise ValueError(f"{self.name} instances have no coordinates to rescale (keys: {sorted(instance)})")
+        return {**instance, "coords": instance["coords"] * factor}
 
     def permute(self, instance: dict, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
         """The instance with its interchangeable nodes in a random order, and `order` such that node

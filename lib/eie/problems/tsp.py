@@ -76,6 +76,7 @@ class TSP(Problem):
     objective_name = "tour length"
     reference_name = "LKH"
     notebook = "03_train_tsp"
+    other_notebooks = ("08_rivals",)
     reference_parameters = {"runs": "lkh_runs"}
 
     def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:

@@ -1,0 +1,129 @@
+"""Real instances: the 48 symmetric EUC_2D instances of TSPLIB in `data/tsplib/` (51-2392 cities).
+
+Read with the maintained `vrplib` reader; the model sees the coordinates mapped to [-1, 1]^2 with one
+scale for both axes (the aspect ratio kept, centred in the square); a tour is checked like every
+TSP tour of the study and scored in the original units with TSPLIB's EUC_2D metric (each edge's
+Euclidean length rounded to the nearest integer), so its gap to the published optimum is exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from .evaluation import method_applied
+from .paths import repo_root
+
+BANDS = ((200, "n <= 200"), (1000, "200 < n <= 1000"), (float("inf"), "n > 1000"))
+
+
+def tsplib_dir() -> Path:
+    return repo_root() / "data" / "tsplib"
+
+
+@dataclass(frozen=True)
+class TSPLIBInstance:
+    name: str
+    coords: np.ndarray  # (n, 2) in the file's units
+    best_known: int  # optimal tour length (EUC_2D), from best_known.csv
+
+    @property
+    def n(self) -> int:
+        return len(self.coords)
+
+    @property
+    def band(self) -> str:
+        return next(label for limit, label in BANDS if self.n <= limit)
+
+    def for_model(self, device="cpu") -> dict:
+        """A batch of one TSP instance with coordinates in [-1, 1]^2 (one scale for both axes)."""
+        low, high = self.coords.min(0), self.coords.max(0)
+        half = max(float((high - low).max()) / 2, 1e-12)
+        unit = (self.coords - (low + high) / 2) / half
+        return {"coords": torch.tensor(unit, dtype=torch.float32, device=device)[None]}
+
+
+def euc_2d_length(coords: np.ndarray, tour) -> int:
+    """TSPLIB's EUC_2D length of the closed `tour` (city indices): sum of nint(Euclidean distance)."""
+    tour = np.asarray(tour)
+    step = coords[np.roll(tour, -1)] - coords[tour]
+    return int(np.floor(np.sqrt((step ** 2).sum(1)) + 0.5).sum())
+
+
+def load_tsplib(names=None, max_n: int | None = None, folder=None) -> list[TSPLIBInstance]:
+    """The TSPLIB instances of `folder` (default data/tsplib/) listed in its best_known.csv, smallest
+    first; only `names` when given, only those with at most `max_n` cities when given."""
+    import vrplib
+
+    folder = Path(folder) if folder is not None else tsplib_dir()
+    table_path = folder / "best_known.csv"
+    if not table_path.is_file():
+        raise FileNotFoundError(f"no {table_path}: the TSPLIB instances belong in {folder} (see data/tsplib/README.md)")
+    table = pd.read_csv(table_path)
+    if names is not None:
+        unknown = sorted(set(names) - set(table.name))
+        if unknown:
+            raise ValueError(f"TSPLIB instances {unknown} are not in {table_path}; choose from {', '.join(table.name)}")
+        table = table[table.name.isin(names)]
+    if max_n is not None:
+        table = table[table.n <= max_n]
+    instances = []
+    for row in table.sort_values(["n", "name"]).itertuples():
+        path = folder / f"{row.name}.tsp"
+        try:
+            data = vrplib.read_instance(str(path), compute_edge_weights=False)
+            coords = np.asarray(data["node_coord"], dtype=np.float64)
+            kind = data.get("edge_weight_type")
+        except Exception as error:
+            raise ValueError(f"{path} could not be read as a TSPLIB file ({error}); restore it from "
+                             f"data/tsplib/README.md's source") from error
+        if kind != "EUC_2D":
+            raise ValueError(f"{path}: EDGE_WEIGHT_TYPE is {kind!r}; only EUC_2D instances are scored here")
+        if coords.shape != (row.n, 2):
+            raise ValueError(f"{path}: {coords.shape[0]} coordinates, best_known.csv says n = {row.n}")
+        instances.append(TSPLIBInstance(row.name, coords, int(row.best_known)))
+    return instances
+
+
+@torch.no_grad()
+def evaluate_tsplib(models: dict, methods, instances, device="cpu", progress: bool = True) -> pd.DataFrame:
+    """Every method (bound, `eie.methods.BoundMethod`) of every seed's model on every instance, greedy.
+    models: {(trained method key, seed): model}. Returns one row per (instance, method, seed): name, n,
+    band, method, seed, length (EUC_2D, original units), best_known, gap_pct."""
+    seeds = sorted({seed for _, seed in models})
+    rows = []
+    bar = tqdm(total=len(instances) * len(seeds) * len(methods), desc="TSPLIB", disable=not progress, mininterval=1.0)
+    for instance in instances:
+        batch = instance.for_model(device)
+        for seed in seeds:
+            for method in methods:
+                model = models[(method.model_key, seed)].to(device).eval()
+                with method_applied(model, method):
+                    solution, _ = model.rollout(method.seen_by_model(batch, model.problem), "greedy")
+                model.problem.check(batch, solution)
+                length = euc_2d_length(instance.coords, solution[0].cpu().numpy())
+                rows.append({"name": instance.name, "n": instance.n, "band": instance.band, "method": method.key,
+                             "seed": seed, "length": length, "best_known": instance.best_known,
+                             "gap_pct": 100 * (length / instance.best_known - 1)})
+                bar.update()
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def tsplib_tables(results: pd.DataFrame, digits: int = 2) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(gap per instance: rows name (n), columns methods, mean over seeds; mean gap per size band:
+    rows methods, columns bands and 'all'), in %."""
+    per_seed = results.groupby(["name", "n", "band", "method"], sort=False).gap_pct.mean().reset_index()
+    order = list(dict.fromkeys(results.method))
+    per_instance = per_seed.pivot_table(index=["n", "name"], columns="method", values="gap_pct")[order]
+    per_instance.index = [f"{name} ({n})" for n, name in per_instance.index]
+    bands = [label for _, label in BANDS if label in set(results.band)]
+    by_band = per_seed.pivot_table(index="method", columns="band", values="gap_pct", aggfunc="mean")[bands]
+    by_band["all"] = per_seed.groupby("method").gap_pct.mean()
+    return per_instance.round(digits), by_band.loc[order].round(digits)
+

@@ -1,0 +1,280 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-all
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] tags=[]
+# # 08 · The rivals: distance bias, rotary encoding, rescaled coordinates, the Pointer Network, TSPLIB
+#
+# EIE keeps a model trained at $N$ working at $n \gg N$ by changing one number, the attention scale.
+# The references describe other ways to extrapolate; this notebook puts them beside it on TSP, on
+# the same fixed test sets, with the same training (REINFORCE, greedy rollout baseline, the budget
+# of notebook 03) and the same decoding (greedy):
+#
+# - **trained at $N$**: the $1/\sqrt d$ model (EIE's base), **Scalable-Softmax** $\ln(n+1)/\sqrt d$,
+#   the **distance bias** $-m_h\lVert x_i - x_j\rVert$ of PENS-A on the encoder's logits, the
+#   **axial RoPE** of PENS-R, and the **Pointer Network** (LSTM encoder-decoder, trained with the same
+#   REINFORCE; `eie.pointer_network` says why not supervised);
+# - **at test time, without retraining**: EIE, the exact $\lambda^*$ and $\log_N n/\sqrt d$ on the
+#   $1/\sqrt d$ model; **coordinates rescaled** by $s(n) = \sqrt{n/N}$ (the density-preserving
+#   factor) on the $1/\sqrt d$ and distance-bias models and together with EIE; EIE on the
+#   distance-bias and RoPE models.
+#
+# Then: a sweep of fixed rescaling factors; how much the Pointer Network's tours depend on the
+# order of its input (Theorem 1 says the Attention Model's do not); the receptive-field condition of
+# the RPE paper carried to two dimensions (theory and Monte Carlo, and the trained models' measured
+# entropies); and the 48 TSPLIB instances, scored exactly against their optimal tours.
+#
+# `eie.methods` declares every method once (how PENS's constants are converted to this study's
+# $[-1, 1]^2$ is in `eie.position_attention`). The defaults are smoke-sized and train with notebook
+# 03's settings (its $1/\sqrt d$ model is reused when 03 ran first); the committed CPU-scale run
+# (TSP20 → 320, three seeds, 2000 steps of batch 128) is `presets/rivals.yaml`, in `results/rivals/`:
+# `papermill notebooks/08_rivals.ipynb out.ipynb -f presets/rivals.yaml`.
+# Results go to `results/<run>/rivals_*.csv` (beside notebook 03's own files in the same run).
+#
+# As in notebook 03, what trained models give is machine-dependent and not compared by
+# `pytest --nbval`; the run checks and the closed-form theory are.
+
+# %% tags=["parameters"]
+n_train = 20  # training length N
+n_max = 160  # test at N, 2N, 4N, ... up to n_max
+rules = ["inv_sqrt_d", "ssmax", "dist_bias", "rope", "ptrnet"]  # trained at N
+training_free = ["eie", "exact", "log_N", "rescale", "eie_rescale", "rescale_dist_bias", "eie_dist_bias", "eie_rope"]
+seeds = [0, 1]
+epochs = 4
+steps_per_epoch = 10
+batch_size = 64
+lr = 1e-4
+max_grad_norm = 1.0
+baseline_eval_size = 256
+lr_decay_on_p = False
+precision = "float32"
+sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
+n_mode = "instance"
+test_size = 128
+test_seed = 1234
+reference_size = 16  # LKH on the first instances of each test set
+max_gap_at_n_train = 150.0  # run check: within this % of LKH at N (random tours: ~170 %; the Pointer Network learns slowest)
+lkh_runs = 1
+alpha = 0.05  # paired tests, Holm-corrected
+rescale_factors = [1.0, 1.25, 1.5, 2.0, 3.0]  # fixed coordinate factors of the sweep
+sweep_models = ["inv_sqrt_d", "dist_bias"]  # the models the sweep rescales (those in rules; else the first rule)
+permutation_orderings = 3  # random input orders per instance
+permutation_instances = 32
+probe_instances = 4  # test instances whose attention rows are measured
+entropy_samples = 256  # Monte-Carlo instances per n for the receptive-field section
+entropy_radius = 0.25  # attention mass within this distance of the query city (instance units)
+trf_eps = 0.05  # the TRF holds 1 - eps of the bias's mass
+tsplib_max_n = 100  # TSPLIB instances up to this size (None: all 48, up to 2392 cities)
+eval_chunk = 256
+device = "auto"
+progress = True
+run = "default"
+
+# %% tags=[]
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from eie import comparison, methods, probes, receptive_field, rivals, run_checks, study, tsplib
+from eie.parameters import check_parameters
+from eie.paths import results_dir
+from eie.plotting import apply_style, extrapolation_figure, receptive_field_figure, rescaling_figure, save_figure
+from eie.position_attention import alibi_slopes
+
+params = check_parameters("08_rivals", globals())  # every parameter checked before any compute
+globals().update(params)
+apply_style()
+d = 16  # head size of the model (width 128, 8 heads)
+out = results_dir(run)
+pd.set_option("display.width", 160)
+
+# %% [markdown] tags=[]
+# ## Training
+#
+# One model per trained method and seed, resumable from `results/<run>/checkpoints/`; a model with
+# the same training settings as notebook 03's (the $1/\sqrt d$ one) is the same file and is not
+# trained twice.
+
+# %% tags=[]
+net, table = study.ensure_scales(d, n_train, n_max, run=run)
+trained, logs = study.train_problem("08_rivals", params, prefix="rivals_")
+models = trained[""]
+print(run_checks.check_training_log(logs, rules, seeds, epochs))
+
+# %% tags=[]
+# NBVAL_IGNORE_OUTPUT
+print(logs.groupby(["rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
+
+# %% [markdown] tags=[]
+# ## Extrapolation: every method on the fixed test sets
+
+# %% tags=[]
+results, per_instance, references = study.evaluate_problem("08_rivals", params, trained, net, table, d,
+                                                           prefix="rivals_")
+print("Every reported tour passed the permutation check.")
+print(run_checks.check_extrapolation(results, n_train, "LKH", max_gap_at_n_train))
+
+# %% [markdown] tags=[]
+# Mean tour length (standard deviation over seeds; best per column in bold) and the gap to LKH on
+# the first `reference_size` instances, in Table 2's layout (machine-dependent, not compared):
+
+# %% tags=[]
+# NBVAL_IGNORE_OUTPUT
+print(comparison.problem_tables("tsp", results, per_instance, source="rivals"))
+
+# %% tags=[]
+fig = extrapolation_figure(results, "mean tour length", "LKH (subset)")
+fig.suptitle(f"TSP, trained on n = {n_train}: EIE and its rivals (bands: std over seeds)", y=1.01)
+save_figure(fig, "08_rivals_extrapolation", run=run)
+plt.show()
+
+# %% [markdown] tags=[]
+# **EIE against each rival**, paired by instance (seeds averaged first): mean difference in tour
+# length (negative: EIE shorter), its 95 % interval, Wilcoxon signed-rank p, Holm-corrected over
+# every row (machine-dependent, not compared).
+
+# %% tags=[]
+# NBVAL_IGNORE_OUTPUT
+paired = comparison.paired_comparison(per_instance, "eie", alpha=alpha)
+paired = paired[paired.n > n_train]
+paired.to_csv(out / "rivals_paired_eie.csv", index=False, float_format="%.6g")
+print(paired.assign(other=paired.other.map(methods.label)).drop(columns="setting").round(4).to_string(index=False))
+
+# %% [markdown] tags=[]
+# ## Coordinate rescaling: a sweep of fixed factors
+#
+# PENS stretches the coordinates by a factor chosen per size. Every factor of `rescale_factors` at
+# every $n$, on the models of `sweep_models`; the dotted lines mark $\sqrt{n/N}$.
+
+# %% tags=[]
+swept = [key for key in sweep_models if key in rules] or rules[:1]  # a preset may train other models
+sweep = rivals.rescaling_sweep(models, swept, rescale_factors, n_train, n_max, test_size, test_seed,
+                               chunk=eval_chunk, progress=progress)
+sweep.to_csv(out / "rivals_rescaling_sweep.csv", index=False, float_format="%.5f")
+fig = rescaling_figure(sweep)
+save_figure(fig, "08_rescaling_sweep", run=run)
+plt.show()
+
+# %% tags=[]
+# NBVAL_IGNORE_OUTPUT
+print(rivals.best_factors(sweep).round(3).to_string())
+
+# %% [markdown] tags=[]
+# ## Order of the input: the Pointer Network against Theorem 1
+#
+# The same instances, their cities listed in `permutation_orderings` random orders: the change of
+# the greedy tour length (%), for the Attention Model ($1/\sqrt d$) and the Pointer Network.
+
+# %% tags=[]
+spread = rivals.permutation_spread({key: models[key] for key in models if key[0] in ("inv_sqrt_d", "ptrnet")},
+                                   n_train, n_max, permutation_instances, permutation_orderings, test_seed)
+spread.to_csv(out / "rivals_permutation.csv", index=False, float_format="%.6g")
+print(run_checks.check_permutation_invariance(spread))
+
+# %% tags=[]
+# NBVAL_IGNORE_OUTPUT
+print(spread.groupby(["model", "n"])[["mean_abs_change_pct", "max_abs_change_pct", "instances_changed"]]
+      .mean().round(3).to_string())
+
+# %% [markdown] tags=[]
+# ## The receptive-field condition in two dimensions
+#
+# The RPE paper: a relative bias $b$ extrapolates when the series of $e^{b}$ along the sequence
+# converges, and its theoretical receptive field (TRF) is the window that holds $1-\varepsilon$ of
+# the series' sum. With $n$ cities uniform in $[-1,1]^2$ (density $\rho = n/4$) and the bias
+# $-m\,s\,r$ ($s$: a coordinate factor), a query city away from the border sees
+#
+# $$Z(n) = 1 + \rho\int_0^\infty e^{-m s r}\,2\pi r\,dr = 1 + \frac{(n-1)\,\pi}{2\,(m s)^2}.$$
+#
+# For a fixed $n$ the series over the cities ordered by distance converges; but its sum grows
+# linearly with $n$, because the number of cities within any distance does. The share of the bias's
+# mass within radius $R$, $1-(1+msR)e^{-msR}$, does not depend on $n$: the TRF radius is fixed and
+# the **cities inside it grow like $n$**, so a biased row spreads over more cities and its entropy
+# grows like $\ln n$: the condition holds along no sequence of growing instances. Rescaling by
+# $s(n)=\sqrt{n/N}$ keeps $\rho/s^2$, hence $Z$ and the TRF in cities, at their values for $N$: it is
+# the change of variables that makes the 2D series the same along the sequence. EIE's $\lambda(n)$
+# multiplies the content logits $q\cdot k$ only and is derived for unbiased rows (Eq. 6).
+#
+# Theory (the plane approximation; PENS's slopes, converted to $[-1,1]^2$; a slope below about 3
+# reaches past the square's border, and its TRF is then the whole instance):
+
+# %% tags=[]
+slopes = [float(m) for m in alibi_slopes(8)]
+lengths = [n_train * 2**k for k in range(0, 16) if n_train * 2**k <= n_max]
+trf = receptive_field.theory(lengths, slopes, n_train, eps=trf_eps)
+trf.to_csv(out / "rivals_trf.csv", index=False, float_format="%.6g")
+print(trf.pivot_table(index=["slope", "rescaled"], columns="n", values="trf_cities").round(1).to_string())
+
+# %% [markdown] tags=[]
+# Monte Carlo, as notebook 01 does for Eq. 6: content logits $\lambda(n)\,q\cdot k$ with
+# $q, k \sim N(0, I_d)$, plus the bias (slope 0: no bias), for three configurations: the trained
+# scale $1/\sqrt d$ with the coordinates as they are, the same with $s(n)=\sqrt{n/N}$, and EIE's
+# $\lambda(n)$ with the coordinates as they are.
+
+# %% tags=[]
+configurations = {"1/sqrt(d)": (methods.get("inv_sqrt_d").rule(d), False),
+                  "1/sqrt(d), rescaled": (methods.get("inv_sqrt_d").rule(d), True),
+                  "EIE": (methods.get("eie").rule(d, N=n_train, net=net), False)}
+shown_slopes = [0.0, slopes[0], slopes[3], slopes[-1]]
+measured = receptive_field.monte_carlo(lengths, shown_slopes, n_train, d, configurations, entropy_radius,
+                                       samples=entropy_samples, seed=test_seed)
+measured = receptive_field.entropy_growth(measured, n_train)
+measured.to_csv(out / "rivals_receptive_field.csv", index=False, float_format="%.6g")
+fig = receptive_field_figure(measured, trf[trf.slope.isin(shown_slopes)], n_train)
+save_figure(fig, "08_receptive_field", run=run)
+plt.show()
+
+# %% tags=[]
+# NBVAL_IGNORE_OUTPUT
+print(measured.pivot_table(index=["configuration", "slope"], columns="n", values="entropy_change").round(2).to_string())
+
+# %% [markdown] tags=[]
+# The trained models' own rows (notebook 07's probe): mean entropy of the encoder's attention rows
+# per layer on `probe_instances` test instances, for the distance-bias and RoPE models with and
+# without EIE beside the $1/\sqrt d$ model (first seed; machine-dependent, not compared).
+
+# %% tags=[]
+# NBVAL_IGNORE_OUTPUT
+probed_keys = [k for k in ("inv_sqrt_d", "eie", "dist_bias", "eie_dist_bias", "rope", "eie_rope")
+               if k in rules or (k in training_free and methods.get(k).applied_to in rules)]
+probed = probes.measured_entropy({key: models[(key, seeds[0])] for key in rules if key != "ptrnet"},
+                                 study.bind_methods(probed_keys, d, n_train, net, table), n_train, n_max,
+                                 probe_instances)
+probed.to_csv(out / "rivals_probe_entropy.csv", index=False, float_format="%.6g")
+print(probed.pivot_table(index=["method", "layer"], columns="n", values="measured", sort=False).round(2).to_string())
+
+# %% [markdown] tags=[]
+# ## TSPLIB
+#
+# The 48 symmetric EUC_2D instances of `data/tsplib/` up to `tsplib_max_n` cities, coordinates
+# mapped to $[-1,1]^2$ with one scale for both axes; every tour is checked and scored in the
+# original units with TSPLIB's rounded distances, so the gap to the optimum is exact. Size bands:
+# $n \le 200$, $200 < n \le 1000$, $n > 1000$. Mean over seeds.
+
+# %% tags=[]
+instances = tsplib.load_tsplib(max_n=tsplib_max_n)
+bound = study.bind_methods(study.method_keys(params), d, n_train, net, table)
+on_tsplib = tsplib.evaluate_tsplib(models, bound, instances, progress=progress)
+on_tsplib.to_csv(out / "rivals_tsplib.csv", index=False, float_format="%.4f")
+print(f"{len(instances)} TSPLIB instances ({min(i.n for i in instances)}-{max(i.n for i in instances)} cities), "
+      f"{len(on_tsplib)} tours: every tour passed the feasibility check.")
+
+# %% tags=[]
+# NBVAL_IGNORE_OUTPUT
+per_instance_gap, by_band = tsplib.tsplib_tables(on_tsplib)
+print("Gap to the optimum (%), mean over the size band and seeds:")
+print(comparison.markdown_table(by_band.rename(index=methods.label), "method"))
+print("\nPer instance (%):")
+print(comparison.markdown_table(per_instance_gap.rename(columns=methods.label), "instance"))

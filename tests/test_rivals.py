@@ -1,0 +1,177 @@
+"""The rivals of issue 14: distance bias and axial RoPE through the attention seam, coordinate
+rescaling, the Pointer Network, the receptive-field theory and the TSPLIB reader and metric."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from eie import methods, receptive_field, rivals, run_checks, scaling, study, tsplib
+from eie.attention import Attention, AttentionContext
+from eie.evaluation import greedy_costs
+from eie.parameters import check_parameters
+from eie.position_attention import AxialRoPE, DistanceBias, alibi_slopes, rope_frequencies
+from eie.problems import TSP
+from eie.training import TrainConfig, build_model
+from eie.worker import notebook_defaults
+
+
+def _context(positions):
+    return AttentionContext("encoder", 0, torch.full((positions.shape[0],), float(positions.shape[1])), positions)
+
+
+def test_distance_bias_adds_minus_slope_times_distance_per_head():
+    generator = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 8, 5, 16, generator=generator), torch.randn(2, 8, 5, 16, generator=generator)
+    positions = torch.rand(2, 5, 2, generator=generator) * 2 - 1
+    ctx = _context(positions)
+    biased = DistanceBias(scaling.inv_sqrt_d(16)).logits(q, k, ctx)
+    plain = Attention(scaling.inv_sqrt_d(16)).logits(q, k, ctx)
+    distance = torch.cdist(positions, positions)
+    expected = plain - alibi_slopes(8).view(1, 8, 1, 1) * distance[:, None]
+    torch.testing.assert_close(biased, expected)
+    # PENS's unit-square slope 10 / sqrt(2)^h halved for [-1, 1]^2: the same layout, the same bias
+    assert alibi_slopes(8)[0] == pytest.approx(5.0) and alibi_slopes(8)[2] == pytest.approx(2.5)
+    # the glimpse has no position of its own: no bias there
+    glimpse = AttentionContext("glimpse", 0, ctx.n, positions)
+    assert DistanceBias(scaling.inv_sqrt_d(16)).bias(glimpse, 1) is None
+
+
+def test_axial_rope_is_translation_invariant_and_sees_positions():
+    generator = torch.Generator().manual_seed(1)
+    q, k = torch.randn(2, 8, 6, 16, generator=generator), torch.randn(2, 8, 6, 16, generator=generator)
+    positions = torch.rand(2, 6, 2, generator=generator) * 2 - 1
+    rope = AxialRoPE(scaling.inv_sqrt_d(16))
+    logits = rope.logits(q, k, _context(positions))
+    shifted = rope.logits(q, k, _context(positions + torch.tensor([0.3, -0.7])))
+    torch.testing.assert_close(logits, shifted, atol=1e-4, rtol=1e-4)
+    plain = Attention(scaling.inv_sqrt_d(16)).logits(q, k, _context(positions))
+    assert (logits - plain).abs().max() > 0.1  # the positions change the logits
+    rotated_q, _ = rope.rotate(q, k, _context(positions))
+    torch.testing.assert_close(rotated_q.norm(dim=-1), q.norm(dim=-1))  # a rotation keeps lengths
+    assert rope_frequencies(16)[0] == pytest.approx(7.0)  # 14 in the unit square, halved
+    with pytest.raises(ValueError, match="multiple of 4"):
+        rope_frequencies(6)
+
+
+def test_rescaling_shows_the_model_stretched_coordinates_and_costs_the_originals():
+    torch.manual_seed(0)
+    model = build_model(TrainConfig(rule="inv_sqrt_d", n_train=8)).eval()
+    instance = TSP().generate(4, 32, torch.Generator().manual_seed(2))
+    bound = methods.get("rescale").bind(16, N=8)
+    seen = bound.seen_by_model(instance, model.problem)
+    torch.testing.assert_close(seen["coords"], instance["coords"] * 2.0)  # sqrt(32 / 8)
+    costs = greedy_costs(model, instance, bound)
+    tours, _ = model.rollout(seen, "greedy")
+    torch.testing.assert_close(costs, model.problem.cost(instance, tours))
+    assert methods.get("rescale").coordinate_scale(8, 8) == 1.0  # equal to the model at N
+
+
+def test_each_rival_trains_evaluates_and_reproduces_its_model_at_N(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
+    rules = ["inv_sqrt_d", "dist_bias", "rope", "ptrnet"]
+    models, log = study.train_models(rules, [0], run="t", device="cpu", progress=False, problem="tsp", n_train=8,
+                                     epochs=1, steps_per_epoch=2, batch_size=8, baseline_eval_size=8)
+    assert type(models[("ptrnet", 0)]).__name__ == "PointerNetwork"
+    assert isinstance(models[("dist_bias", 0)].attention, DistanceBias)
+    net, table = study.ensure_scales(16, 8, 16, run="t")
+    keys = rules + ["eie", "rescale", "eie_rescale", "rescale_dist_bias", "eie_dist_bias", "eie_rope"]
+    bound = study.bind_methods(keys, 16, 8, net, table)
+    results, _, _ = study.evaluate(models, bound, 8, 16, test_size=4, reference_size=2, device="cpu", progress=False)
+    assert set(results.method) == set(keys) | {"reference"}
+    assert "reproduce" in run_checks.check_extrapolation(results, 8)
+    # a test-time method keeps the kind of attention of the model it is applied to
+    on_bias = methods.get("eie_dist_bias").bind(16, N=8, net=net).attention_for(models[("dist_bias", 0)].attention)
+    assert isinstance(on_bias, DistanceBias)
+
+
+def test_the_pointer_network_depends_on_the_input_order_and_the_attention_model_does_not():
+    torch.manual_seed(0)
+    models = {("inv_sqrt_d", 0): build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval(),
+              ("ptrnet", 0): build_model(TrainConfig(rule="ptrnet", n_train=10)).eval()}
+    spread = rivals.permutation_spread(models, 10, 20, test_size=8, orderings=2)
+    assert spread[spread.model == "inv_sqrt_d"].mean_abs_change_pct.max() < 1e-3
+    assert spread[spread.model == "ptrnet"].mean_abs_change_pct.min() > 0.1
+    assert "below" in run_checks.check_permutation_invariance(spread)
+    with pytest.raises(run_checks.RunCheckFailed, match="reordering"):
+        run_checks.check_permutation_invariance(spread, model="ptrnet")
+    with pytest.raises(ValueError, match="built for the TSP"):
+        build_model(TrainConfig(rule="ptrnet", problem="cvrp", n_train=10))
+
+
+def test_rescaling_sweep_includes_factor_one_as_the_plain_model():
+    torch.manual_seed(0)
+    models = {("inv_sqrt_d", 0): build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()}
+    sweep = rivals.rescaling_sweep(models, ["inv_sqrt_d"], [1.0, 2.0], 10, 20, 6, progress=False)
+    instances = study.fixed_test_set(TSP(), 20, 6)
+    at_one = sweep[(sweep.n == 20) & (sweep.factor == 1.0)].objective.item()
+    assert at_one == pytest.approx(float(greedy_costs(models[("inv_sqrt_d", 0)], instances).mean()))
+    best = rivals.best_factors(sweep)
+    assert set(best.index.get_level_values("n")) == {10, 20}
+
+
+def test_receptive_field_theory_and_monte_carlo_agree_on_what_rescaling_keeps():
+    eps = 0.05
+    x = receptive_field.receptive_radius(2.0, eps) * 2.0
+    assert (1 + x) * math.exp(-x) == pytest.approx(eps)
+    theory = receptive_field.theory([50, 400], [20.0], 50, eps)
+    plain, rescaled = theory[~theory.rescaled], theory[theory.rescaled]
+    assert plain.partition_sum.iloc[1] - 1 == pytest.approx(399 / 49 * (plain.partition_sum.iloc[0] - 1))
+    assert rescaled.partition_sum.iloc[1] == pytest.approx(rescaled.partition_sum.iloc[0], rel=0.01)
+    # Monte Carlo, bias alone (lambda = 0): cities attended grow with n unless rescaled
+    zero = scaling.ScalingRule("zero", 16, lambda n: 0.0 * n)
+    measured = receptive_field.monte_carlo([50, 400], [20.0], 50, 16, {"plain": (zero, False), "rescaled": (zero, True)},
+                                           radius=0.1, samples=256)
+    cities = measured.set_index(["configuration", "n"]).effective_cities
+    assert cities[("plain", 400)] > 4 * cities[("plain", 50)]
+    assert cities[("rescaled", 400)] == pytest.approx(cities[("rescaled", 50)], rel=0.25)
+    growth = receptive_field.entropy_growth(measured, 50)
+    assert (growth[growth.n == 50].entropy_change == 0).all()
+
+
+def test_tsplib_reader_and_metric_give_the_published_optimum():
+    import elkai
+
+    (berlin,) = tsplib.load_tsplib(["berlin52"])
+    assert berlin.n == 52 and berlin.best_known == 7542 and berlin.band == "n <= 200"
+    coords = berlin.coords
+    distances = np.floor(np.sqrt(((coords[:, None] - coords[None]) ** 2).sum(-1)) + 0.5).astype(int)
+    tour = elkai.DistanceMatrix(distances.tolist()).solve_tsp(runs=3)[:-1]
+    assert tsplib.euc_2d_length(coords, tour) == 7542  # the optimum, in TSPLIB's rounded metric
+    unit = berlin.for_model()["coords"][0].numpy()
+    assert unit.min() >= -1 - 1e-6 and unit.max() <= 1 + 1e-6 and np.abs(unit).max() == pytest.approx(1.0)
+    spans = coords.max(0) - coords.min(0)
+    np.testing.assert_allclose(unit.max(0) - unit.min(0), 2 * spans / spans.max(), rtol=1e-5)  # aspect kept
+    assert len(tsplib.load_tsplib()) == 48 and max(i.n for i in tsplib.load_tsplib()) == 2392
+
+
+def test_tsplib_evaluation_checks_and_scores_every_tour():
+    torch.manual_seed(0)
+    models = {("inv_sqrt_d", 0): build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()}
+    instances = tsplib.load_tsplib(max_n=52)
+    bound = study.bind_methods(["inv_sqrt_d", "rescale"], 16, 10)
+    results = tsplib.evaluate_tsplib(models, bound, instances, progress=False)
+    assert len(results) == 2 * len(instances) and (results.gap_pct > 0).all()
+    per_instance, by_band = tsplib.tsplib_tables(results)
+    assert list(by_band.columns) == ["n <= 200", "all"] and per_instance.shape == (len(instances), 2)
+
+
+def test_tsplib_reader_names_what_is_wrong(tmp_path):
+    with pytest.raises(FileNotFoundError, match="best_known.csv"):
+        tsplib.load_tsplib(folder=tmp_path)
+    (tmp_path / "best_known.csv").write_text("name,n,best_known\nbroken,3,10\n")
+    (tmp_path / "broken.tsp").write_text("NAME : broken\nTYPE : TSP\nDIMENSION : 3\nEDGE_WEIGHT_TYPE : GEO\n"
+                                         "NODE_COORD_SECTION\n1 0 0\n2 1 0\n3 0 1\nEOF\n")
+    with pytest.raises(ValueError, match="broken.tsp.*EUC_2D"):
+        tsplib.load_tsplib(folder=tmp_path)
+    with pytest.raises(ValueError, match="not in"):
+        tsplib.load_tsplib(["nowhere"])
+
+
+def test_notebook_08_parameters_are_checked():
+    defaults = notebook_defaults("08_rivals")
+    assert check_parameters("08_rivals", defaults)["rules"] == defaults["rules"]
+    with pytest.raises(ValueError, match="rescale_factors must include 1.0"):
+        check_parameters("08_rivals", {**defaults, "rescale_factors": [1.5, 2.0]})
+    assert "08_rivals" in study.training_notebooks() and study.problem_for("08_rivals") is TSP
