@@ -175,3 +175,20 @@ def test_notebook_08_parameters_are_checked():
     with pytest.raises(ValueError, match="rescale_factors must include 1.0"):
         check_parameters("08_rivals", {**defaults, "rescale_factors": [1.5, 2.0]})
     assert "08_rivals" in study.training_notebooks() and study.problem_for("08_rivals") is TSP
+
+
+@pytest.mark.parametrize("rule", ["dist_bias", "rope"])
+def test_the_position_methods_apply_to_cvrp_unchanged(rule):
+    """CVRP's nodes (depot and destinations) have positions: the same attention classes train on it,
+    and rescaling stretches its coordinates like TSP's."""
+    torch.manual_seed(0)
+    model = build_model(TrainConfig(rule=rule, problem="cvrp", problem_options={"capacity": 10}, n_train=6))
+    instance = model.problem.generate(4, 6, torch.Generator().manual_seed(0))
+    solution, log_likelihood = model.sample_with_gradients(instance, torch.Generator().manual_seed(1))
+    log_likelihood.sum().backward()
+    model.problem.check(instance, solution)
+    assert all(p.grad is not None for p in model.encoder.parameters())
+    larger = model.problem.generate(4, 24, torch.Generator().manual_seed(2))
+    seen = methods.get("rescale").bind(16, N=6).seen_by_model(larger, model.problem)
+    torch.testing.assert_close(seen["coords"], larger["coords"] * 2.0)  # sqrt(24 / 6)
+    assert torch.equal(seen["demand"], larger["demand"])
