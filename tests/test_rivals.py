@@ -69,7 +69,10 @@ def test_rescaling_shows_the_model_stretched_coordinates_and_costs_the_originals
 
 
 def test_each_rival_trains_evaluates_and_reproduces_its_model_at_N(tmp_path, monkeypatch):
+    from eie import paths
+
     monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
+    monkeypatch.setattr(paths, "results_dir", lambda run="default": tmp_path / run)
     rules = ["inv_sqrt_d", "dist_bias", "rope", "ptrnet"]
     models, log = study.train_models(rules, [0], run="t", device="cpu", progress=False, problem="tsp", n_train=8,
                                      epochs=1, steps_per_epoch=2, batch_size=8, baseline_eval_size=8)
