@@ -68,6 +68,8 @@ class Method:
     # A test-time coordinate factor s(n, N): the model sees the coordinates times s (costs are
     # measured on the originals); None leaves them alone. Must be 1 at n = N.
     coordinate_scale: Callable[[int, int], float] | None = None
+    # The problems (`eie.problems.PROBLEMS` keys) it applies to; None: every problem.
+    problems: tuple | None = None
 
     @property
     def trained(self) -> bool:
@@ -221,18 +223,24 @@ def _plain(d, **_):
     return scaling.inv_sqrt_d(d)
 
 
+_POSITIONED = ("tsp", "cvrp")  # problems whose nodes have coordinates (bin packing's boxes have none)
+
+
 for _method in (
-    Method("dist_bias", "distance bias (PENS-A)", "distance bias", "#55a868", _plain, attention=DistanceBias),
-    Method("rope", "axial RoPE (PENS-R)", "axial RoPE", "#64b5cd", _plain, attention=AxialRoPE),
-    Method("ptrnet", "Pointer Network", "Pointer Network", "#8c8c8c", _plain, model=PointerNetwork, linestyle=":"),
+    Method("dist_bias", "distance bias (PENS-A)", "distance bias", "#55a868", _plain, attention=DistanceBias,
+           problems=_POSITIONED),
+    Method("rope", "axial RoPE (PENS-R)", "axial RoPE", "#64b5cd", _plain, attention=AxialRoPE, problems=_POSITIONED),
+    Method("ptrnet", "Pointer Network", "Pointer Network", "#8c8c8c", _plain, model=PointerNetwork, linestyle=":",
+           problems=("tsp",)),
     Method("eie_dist_bias", "EIE + distance bias", "EIE + distance bias", "#2e7d32", _needs_net,
-           applied_to="dist_bias", linestyle="--"),
-    Method("eie_rope", "EIE + RoPE", "EIE + RoPE", "#1f6f8b", _needs_net, applied_to="rope", linestyle="--"),
+           applied_to="dist_bias", linestyle="--", problems=_POSITIONED),
+    Method("eie_rope", "EIE + RoPE", "EIE + RoPE", "#1f6f8b", _needs_net, applied_to="rope", linestyle="--",
+           problems=_POSITIONED),
     Method("rescale", "rescaled coords", r"coords $\times\sqrt{n/N}$", "#ccb974", _plain, applied_to="inv_sqrt_d",
-           coordinate_scale=density_preserving),
+           coordinate_scale=density_preserving, problems=_POSITIONED),
     Method("rescale_dist_bias", "distance bias + rescaled", r"distance bias, coords $\times\sqrt{n/N}$", "#b8860b",
-           _plain, applied_to="dist_bias", coordinate_scale=density_preserving, linestyle="-."),
+           _plain, applied_to="dist_bias", coordinate_scale=density_preserving, linestyle="-.", problems=_POSITIONED),
     Method("eie_rescale", "EIE + rescaled coords", r"EIE, coords $\times\sqrt{n/N}$", "#e377c2", _needs_net,
-           applied_to="inv_sqrt_d", coordinate_scale=density_preserving, linestyle="-."),
+           applied_to="inv_sqrt_d", coordinate_scale=density_preserving, linestyle="-.", problems=_POSITIONED),
 ):
     register(_method)

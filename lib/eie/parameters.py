@@ -259,6 +259,12 @@ def _across(notebook: str, values: dict) -> list[str]:
         if missing:
             problems.append(f"lr_by_capacity has no learning rate for capacities {missing}; add them, e.g. "
                             f"-y 'lr_by_capacity: {_flow({**values['lr_by_capacity'], missing[0]: 5e-5})}'")
+    problem = _problem_of(notebook)
+    for key in [*values.get("rules", []), *values.get("training_free", [])]:
+        applies = methods.get(key).problems
+        if problem is not None and applies is not None and problem not in applies:
+            problems.append(f"{key!r} does not apply to {problem} (only to {', '.join(applies)}): drop it from "
+                            f"{'rules' if key in values.get('rules', []) else 'training_free'} for {notebook}")
     if notebook == "08_rivals":
         if 1.0 not in values.get("rescale_factors", [1.0]):
             problems.append("rescale_factors must include 1.0 (the unscaled model the others are compared with)")
@@ -268,6 +274,16 @@ def _across(notebook: str, values: dict) -> list[str]:
             problems.append(f"training_free: {key!r} is applied to the model trained with {base!r}, which rules "
                             f"does not include: add {base!r} to rules or drop {key!r}")
     return problems
+
+
+def _problem_of(notebook: str) -> str | None:
+    """The problem a training notebook trains (None for the others)."""
+    from .problems import PROBLEMS
+
+    for name, problem in PROBLEMS.items():
+        if notebook == problem.notebook or notebook in problem.other_notebooks:
+            return name
+    return None
 
 
 def check_parameters(notebook: str, values: dict) -> dict:
