@@ -122,6 +122,15 @@ def test_receptive_field_theory_and_monte_carlo_agree_on_what_rescaling_keeps():
     plain, rescaled = theory[~theory.rescaled], theory[theory.rescaled]
     assert plain.partition_sum.iloc[1] - 1 == pytest.approx(399 / 49 * (plain.partition_sum.iloc[0] - 1))
     assert rescaled.partition_sum.iloc[1] == pytest.approx(rescaled.partition_sum.iloc[0], rel=0.01)
+    # a steep bias stays inside the square: the plane's closed forms hold
+    assert theory.partition_sum.to_numpy() == pytest.approx(theory.partition_sum_plane.to_numpy(), rel=1e-6)
+    assert plain.trf_radius.iloc[0] == pytest.approx(receptive_field.receptive_radius(20.0, eps), rel=1e-6)
+    # a shallow one reaches past the border: Z and the TRF stay below the whole instance, and with
+    # rescaling they grow with n but stay below the plane's limit, 1 + N pi / (2 m^2)
+    shallow = receptive_field.theory([50, 400, 3200], [0.5], 50, eps)
+    assert (shallow.partition_sum <= shallow.n).all() and (shallow.trf_cities <= shallow.n - 1).all()
+    grown = shallow[shallow.rescaled].partition_sum.to_numpy()
+    assert (grown[1:] > grown[:-1]).all() and grown[-1] < 1 + 50 * math.pi / (2 * 0.5 ** 2)
     # Monte Carlo, bias alone (lambda = 0): cities attended grow with n unless rescaled
     zero = scaling.ScalingRule("zero", 16, lambda n: 0.0 * n)
     measured = receptive_field.monte_carlo([50, 400], [20.0], 50, 16, {"plain": (zero, False), "rescaled": (zero, True)},

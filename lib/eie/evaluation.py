@@ -46,14 +46,16 @@ def greedy_costs(model: AttentionModel, instance: dict, method: BoundMethod | No
     sites and n mode as trained; None keeps the model's own attention). A method that rescales
     coordinates rescales what the model sees; the solution is checked and costed on `instance`.
 
-    Every solution passes the problem's feasibility check before its cost is returned.
+    Every solution passes the problem's feasibility check before its cost is returned. Each chunk is
+    moved to the model's device (a test set may stay in host memory); the costs are on that device.
     """
     model.eval()
+    device = next(model.parameters()).device
     with method_applied(model, method):
         batch = next(iter(instance.values())).shape[0]
         costs = []
         for start in range(0, batch, chunk):
-            part = {k: v[start:start + chunk] for k, v in instance.items()}
+            part = {k: v[start:start + chunk].to(device) for k, v in instance.items()}
             solution, _ = model.rollout(part if method is None else method.seen_by_model(part, model.problem), "greedy")
             model.problem.check(part, solution)
             costs.append(model.problem.cost(part, solution))

@@ -55,18 +55,14 @@ class DistanceBias(Attention):
 
     heads = 8  # the model's head count (ModelConfig.heads); the slopes are laid out over it
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._distances = (None, None)  # (positions, their pairwise distances): one per encoder pass
-
     def bias(self, ctx: AttentionContext, n_queries: int) -> torch.Tensor | None:
         if ctx.site != "encoder" or ctx.positions is None:
             return None
-        positions = ctx.positions
-        if self._distances[0] is not positions:  # the encoder's layers share one positions tensor
-            self._distances = (positions, torch.cdist(positions.float(), positions.float()))
-        slopes = alibi_slopes(self.heads).to(positions.device)
-        return -slopes.view(1, -1, 1, 1) * self._distances[1][:, None]
+        # Recomputed at each layer (2 flops per pair against the layer's 2d per pair and head) rather
+        # than cached: a cache would keep a (B, n, n) matrix alive through the whole decoding.
+        distances = torch.cdist(ctx.positions.float(), ctx.positions.float())
+        slopes = alibi_slopes(self.heads).to(ctx.positions.device)
+        return -slopes.view(1, -1, 1, 1) * distances[:, None]
 
 
 class AxialRoPE(Attention):

@@ -118,11 +118,11 @@ def measured_entropy(models: dict, methods: list[BoundMethod], n_train: int, n_m
     measured, eq6, gaussian_logits)."""
     import pandas as pd
 
-    problem = next(iter(models.values())).problem
-    d = next(iter(models.values())).config.head_dim
+    some = next(iter(models.values()))
+    problem, d, device = some.problem, some.config.head_dim, next(some.parameters()).device
     rows = []
     for n in extrapolation_lengths(n_train, n_max):
-        batch = fixed_test_set(problem, n, instances, test_seed)
+        batch = fixed_test_set(problem, n, instances, test_seed, device)
         lam = [float(method.rule(float(n))) for method in methods]
         predicted = entropy_eq6(torch.full((len(methods),), n), torch.tensor(lam), d, samples=eq6_samples)
         for i, method in enumerate(methods):

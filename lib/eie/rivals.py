@@ -78,7 +78,7 @@ def permutation_spread(models: dict, n_train: int, n_max: int, test_size: int, o
             changes = []
             for _ in range(orderings):
                 permuted, _ = model.problem.permute(instances, generator)
-                changes.append(((greedy_costs(model, permuted, chunk=chunk).double() - base).abs() / base).numpy())
+                changes.append(((greedy_costs(model, permuted, chunk=chunk).double() - base).abs() / base).cpu().numpy())
             changes = 100 * np.stack(changes)  # (orderings, instances), %
             rows.append({"model": key, "seed": model_seed, "n": n, "mean_abs_change_pct": float(changes.mean()),
                          "max_abs_change_pct": float(changes.max()),
