@@ -156,33 +156,45 @@ def packings_figure(problem, instance: dict, solutions: dict, title: str = ""):
 def receptive_field_figure(measured, theory, N: int):
     """The 2D receptive-field condition at a glance (`eie.receptive_field`): left, the Monte-Carlo row
     entropy minus its value at N against n, one colour per slope, one line style per configuration
-    (invariance is the zero line); right, the theoretical receptive field in cities (TRF, plane
-    approximation capped at n - 1) with and without density-preserving rescaling."""
+    (invariance is the zero line); right, the theoretical receptive field in cities (query at the
+    centre of the square) with and without density-preserving rescaling. Each panel has one legend
+    for the colours (slopes) and one for the line styles."""
     import numpy as np
+    from matplotlib.lines import Line2D
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    slopes = sorted(measured.slope.unique())
-    colours = dict(zip(slopes, sns.color_palette("viridis", len(slopes))))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    slopes = sorted(set(measured.slope) | set(theory.slope))
+    colours = dict(zip(slopes, sns.color_palette("deep", len(slopes))))
     styles = dict(zip(dict.fromkeys(measured.configuration), ["-", "--", ":", "-."]))
     lengths = sorted(measured.n.unique())
+
+    def slope_legend(axis, shown):
+        handles = [Line2D([], [], color=colours[m], marker="o", ms=3, label=f"m = {m:.2g}" + (" (no bias)" if m == 0 else ""))
+                   for m in shown]
+        return axis.legend(handles=handles, fontsize=7, loc="upper left", title="slope", title_fontsize=7)
+
     for (configuration, slope), part in measured.groupby(["configuration", "slope"], sort=False):
         part = part.sort_values("n")
         change = part.entropy.to_numpy() - float(part.entropy[part.n == N].iloc[0])
-        left.plot(part.n, change, marker="o", ms=3, color=colours[slope], ls=styles[configuration],
-                  label=f"{configuration}, m = {slope:.2g}")
+        left.plot(part.n, change, marker="o", ms=3, color=colours[slope], ls=styles[configuration])
     left.axhline(0, color="black", lw=0.8)
-    left.set(xlabel="$n$", ylabel="row entropy minus its value at N (nats)", title="Monte Carlo")
+    left.set(xlabel="$n$", ylabel="row entropy minus its value at N (nats)", title="Monte Carlo (query at the centre)")
     length_axis(left, N, max(lengths))
-    left.legend(fontsize=6, ncol=2)
+    left.add_artist(slope_legend(left, sorted(measured.slope.unique())))
+    left.legend(handles=[Line2D([], [], color="grey", ls=ls, label=name) for name, ls in styles.items()],
+                fontsize=7, loc="upper center", title="configuration", title_fontsize=7)
+    shown = sorted(m for m in theory.slope.unique() if m > 0)
     for (slope, rescaled), part in theory.groupby(["slope", "rescaled"]):
-        if slope == 0:
-            continue
-        right.plot(part.n, part.trf_cities, color=colours.get(slope, "grey"), ls="--" if rescaled else "-",
-                   marker="o", ms=3, label=f"m = {slope:.2g}{', rescaled' if rescaled else ''}")
-    right.plot(lengths, np.array(lengths) - 1, color="black", lw=0.8, ls=":", label="n - 1 (whole instance)")
-    right.set(xlabel="$n$", ylabel="cities within the TRF radius", yscale="log", title="theory (plane approximation)")
+        right.plot(part.n, part.trf_cities, color=colours[slope], ls="--" if rescaled else "-", marker="o", ms=3)
+    right.plot(lengths, np.array(lengths) - 1, color="black", lw=0.8, ls=":")
+    right.set(xlabel="$n$", ylabel="cities within the TRF radius", yscale="log", title="theory (query at the centre)")
+    right.set_ylim(bottom=float(theory[theory.slope > 0].trf_cities.min()) / 5)  # room for the legend below the lines
     length_axis(right, N, max(lengths))
-    right.legend(fontsize=6, ncol=2)
+    right.add_artist(slope_legend(right, shown))
+    right.legend(handles=[Line2D([], [], color="grey", ls="-", label="coordinates as they are"),
+                          Line2D([], [], color="grey", ls="--", label=r"coordinates $\times\sqrt{n/N}$"),
+                          Line2D([], [], color="black", lw=0.8, ls=":", label="n - 1 (the whole instance)")],
+                 fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
 
