@@ -68,6 +68,27 @@ def test_rescaling_shows_the_model_stretched_coordinates_and_costs_the_originals
     assert methods.get("rescale").coordinate_scale(8, 8) == 1.0  # equal to the model at N
 
 
+def test_position_rescaling_stretches_what_the_bias_and_rotation_see_and_nothing_else():
+    generator = torch.Generator().manual_seed(3)
+    q, k = torch.randn(2, 8, 6, 16, generator=generator), torch.randn(2, 8, 6, 16, generator=generator)
+    positions = torch.rand(2, 6, 2, generator=generator) * 2 - 1
+    ctx = _context(positions)  # n = 6 for both instances
+    for key, trained in (("bias_rescale", DistanceBias(scaling.inv_sqrt_d(16))),
+                         ("rope_rescale", AxialRoPE(scaling.inv_sqrt_d(16)))):
+        rescaled = methods.get(key).bind(16, N=3).attention_for(trained)
+        assert type(rescaled) is type(trained) and trained.position_scale is None
+        stretched = _context(positions * math.sqrt(6 / 3))
+        torch.testing.assert_close(rescaled.logits(q, k, ctx), trained.logits(q, k, stretched))
+        at_N = methods.get(key).bind(16, N=6).attention_for(trained)  # s = 1 at n = N
+        torch.testing.assert_close(at_N.logits(q, k, ctx), trained.logits(q, k, ctx))
+    # the model embeds the coordinates as they are: only the coordinate methods change what it sees
+    instance = TSP().generate(2, 12, torch.Generator().manual_seed(4))
+    assert methods.get("bias_rescale").bind(16, N=3).seen_by_model(instance, TSP()) is instance
+    with pytest.raises(ValueError, match="needs the training length N"):
+        methods.BoundMethod(methods.get("bias_rescale"), scaling.inv_sqrt_d(16)).attention_for(DistanceBias(
+            scaling.inv_sqrt_d(16)))
+
+
 def test_each_rival_trains_evaluates_and_reproduces_its_model_at_N(tmp_path, monkeypatch):
     from eie import paths
 
@@ -79,7 +100,8 @@ def test_each_rival_trains_evaluates_and_reproduces_its_model_at_N(tmp_path, mon
     assert type(models[("ptrnet", 0)]).__name__ == "PointerNetwork"
     assert isinstance(models[("dist_bias", 0)].attention, DistanceBias)
     net, table = study.ensure_scales(16, 8, 16, run="t")
-    keys = rules + ["eie", "rescale", "eie_rescale", "rescale_dist_bias", "eie_dist_bias", "eie_rope"]
+    keys = rules + ["eie", "rescale", "eie_rescale", "rescale_dist_bias", "eie_dist_bias", "eie_rope", "bias_rescale",
+                    "eie_bias_rescale", "rope_rescale"]
     bound = study.bind_methods(keys, 16, 8, net, table)
     results, _, _ = study.evaluate(models, bound, 8, 16, test_size=4, reference_size=2, device="cpu", progress=False)
     assert set(results.method) == set(keys) | {"reference"}

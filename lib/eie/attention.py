@@ -74,6 +74,9 @@ class Attention:
         if n_mode not in N_MODES:
             raise ValueError(f"n_mode must be one of {N_MODES}, got {n_mode!r}")
         self.rule, self.sites, self.n_mode = rule, tuple(sites), n_mode
+        # A test-time factor s(n) on the node positions the hooks below see (a distance bias, a
+        # rotation), not on the coordinates the model embeds: (B,) n -> (B,) factor, None: 1.
+        self.position_scale = None
         self._plain = inv_sqrt_d(rule.d)
         self._last = (None, None)  # (context, its scale): a decoding loop reuses one context per episode
 
@@ -85,6 +88,14 @@ class Attention:
         """The same kind of attention, at the same sites and n mode, with another rule (a test-time
         method applied to a trained model). A subclass with parameters of its own overrides it."""
         return type(self)(rule, sites=self.sites, n_mode=self.n_mode)
+
+    def positions(self, ctx: AttentionContext) -> torch.Tensor | None:
+        """The node positions (B, n_keys, 2) a position-aware hook uses: ctx.positions times
+        `position_scale(n)` when one is set (encoder contexts: n of shape (B,))."""
+        if ctx.positions is None or self.position_scale is None:
+            return ctx.positions
+        factor = self.position_scale(ctx.n.to(torch.float64)).to(ctx.positions.dtype)
+        return ctx.positions * factor.view(-1, 1, 1)
 
     # -- the hooks a method may override ---------------------------------------------------------
     def scale(self, ctx: AttentionContext) -> torch.Tensor:

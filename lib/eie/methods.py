@@ -27,6 +27,9 @@ method is one `register(Method(...))` call (a test does it from its own file).
 | `rescale`    | 1/sqrt(d); coords * sqrt(n/N) | density-preserving rescaling    | the 1/sqrt(d) one |
 | `rescale_dist_bias` | as `rescale`    | rescaling on the distance-bias model    | the dist_bias one |
 | `eie_rescale` | EIE; coords * sqrt(n/N) | EIE and rescaling together            | the 1/sqrt(d) one |
+| `bias_rescale` | bias -m_h sqrt(n/N) r | rescaling as PENS's models feel it     | the dist_bias one |
+| `eie_bias_rescale` | EIE; bias as above | EIE and that rescaling together        | the dist_bias one |
+| `rope_rescale` | RoPE angles * sqrt(n/N) | rescaling as PENS-R feels it          | the rope one     |
 
 `eie.position_attention` holds the distance bias and the rotary encoding (and how PENS's constants
 are converted to this study's [-1, 1]^2), `eie.pointer_network` the Pointer Network. Coordinate
@@ -70,6 +73,9 @@ class Method:
     # A test-time coordinate factor s(n, N): the model sees the coordinates times s (costs are
     # measured on the originals); None leaves them alone. Must be 1 at n = N.
     coordinate_scale: Callable[[int, int], float] | None = None
+    # A test-time factor s(n, N) on the positions the attention's distance bias or rotation sees
+    # (`Attention.position_scale`), the embedded coordinates left alone; None: 1. Must be 1 at n = N.
+    position_scale: Callable[[int, int], float] | None = None
     # The problems (`eie.problems.PROBLEMS` keys) it applies to; None: every problem.
     problems: tuple | None = None
 
@@ -123,8 +129,15 @@ class BoundMethod:
 
     def attention_for(self, trained: Attention) -> Attention:
         if self.method.attention is None and not self.method.trained:
-            return trained.like(self.rule)  # e.g. EIE's scale on a model trained with a distance bias
-        return (self.method.attention or Attention)(self.rule, sites=trained.sites, n_mode=trained.n_mode)
+            attention = trained.like(self.rule)  # e.g. EIE's scale on a model trained with a distance bias
+        else:
+            attention = (self.method.attention or Attention)(self.rule, sites=trained.sites, n_mode=trained.n_mode)
+        if self.method.position_scale is not None:
+            if self.N is None:
+                raise ValueError(f"method {self.key!r} rescales positions by s(n, N) and needs the training length N")
+            scale, N = self.method.position_scale, self.N
+            attention.position_scale = lambda n: scale(n, N)
+        return attention
 
 
 _REGISTRY: dict[str, Method] = {}
@@ -244,5 +257,15 @@ for _method in (
            _plain, applied_to="dist_bias", coordinate_scale=density_preserving, linestyle="-.", problems=_POSITIONED),
     Method("eie_rescale", "EIE + rescaled coords", r"EIE, coords $\times\sqrt{n/N}$", "#e377c2", _needs_net,
            applied_to="inv_sqrt_d", coordinate_scale=density_preserving, linestyle="-.", problems=_POSITIONED),
+    # PENS's rescaling as it acts on its own models, whose coordinates enter only through the bias or
+    # the rotation: the positions those see are stretched, the embedded coordinates left alone.
+    Method("bias_rescale", "distance bias, positions rescaled", r"distance bias, positions $\times\sqrt{n/N}$",
+           "#006400", _plain, applied_to="dist_bias", position_scale=density_preserving, linestyle=":",
+           problems=_POSITIONED),
+    Method("eie_bias_rescale", "EIE + distance bias, positions rescaled",
+           r"EIE + distance bias, positions $\times\sqrt{n/N}$", "#9acd32", _needs_net, applied_to="dist_bias",
+           position_scale=density_preserving, linestyle=":", problems=_POSITIONED),
+    Method("rope_rescale", "RoPE, positions rescaled", r"RoPE, positions $\times\sqrt{n/N}$", "#4682b4", _plain,
+           applied_to="rope", position_scale=density_preserving, linestyle=":", problems=_POSITIONED),
 ):
     register(_method)

@@ -17,6 +17,11 @@ so that the same city layout gets the same logits:
   unit square (Heo et al.), so theta_i = 7 * 100^(-i / (d/4)) here. The logit then depends on the
   coordinate differences only (translation invariant).
 
+Position-only rescaling. `Attention.position_scale` multiplies the positions these hooks see, not
+the coordinates the model embeds: with s(n) = sqrt(n/N) it is PENS's density-preserving rescaling
+as it acts on a model whose coordinates enter only through the bias or the rotation (PENS's
+models; here the linear coordinate embedding keeps seeing the coordinates as they are).
+
 The logit scale lambda(n) multiplies q.k only; the bias is added after it, so a test-time scale
 (EIE) applied to a distance-bias model changes the content part and leaves the bias as trained.
 
@@ -60,8 +65,9 @@ class DistanceBias(Attention):
             return None
         # Recomputed at each layer (2 flops per pair against the layer's 2d per pair and head) rather
         # than cached: a cache would keep a (B, n, n) matrix alive through the whole decoding.
-        distances = torch.cdist(ctx.positions.float(), ctx.positions.float())
-        slopes = alibi_slopes(self.heads).to(ctx.positions.device)
+        positions = self.positions(ctx).float()
+        distances = torch.cdist(positions, positions)
+        slopes = alibi_slopes(self.heads).to(positions.device)
         return -slopes.view(1, -1, 1, 1) * distances[:, None]
 
 
@@ -72,7 +78,7 @@ class AxialRoPE(Attention):
         if ctx.site != "encoder" or ctx.positions is None:
             return q, k
         frequencies = rope_frequencies(q.shape[-1]).to(q.device, q.dtype)
-        angles = ctx.positions.to(q.dtype)[..., None] * frequencies  # (B, n, 2, d/4): x then y
+        angles = self.positions(ctx).to(q.dtype)[..., None] * frequencies  # (B, n, 2, d/4): x then y
         cos, sin = angles.cos().flatten(2)[:, None], angles.sin().flatten(2)[:, None]  # (B, 1, n, d/2)
         return _rotated(q, cos, sin), _rotated(k, cos, sin)
 

@@ -91,11 +91,14 @@ def load_tsplib(names=None, max_n: int | None = None, folder=None) -> list[TSPLI
 
 
 @torch.no_grad()
-def evaluate_tsplib(models: dict, methods, instances, device="cpu", progress: bool = True) -> pd.DataFrame:
+def evaluate_tsplib(models: dict, methods, instances, device=None, progress: bool = True) -> pd.DataFrame:
     """Every method (bound, `eie.methods.BoundMethod`) of every seed's model on every instance, greedy.
-    models: {(trained method key, seed): model}. Returns one row per (instance, method, seed): name, n,
+    models: {(trained method key, seed): model}; device: where to decode (None: where the models
+    are). Returns one row per (instance, method, seed): name, n,
     band, method, seed, length (EUC_2D, original units), best_known, gap_pct."""
     seeds = sorted({seed for _, seed in models})
+    if device is None:
+        device = next(next(iter(models.values())).parameters()).device
     rows = []
     bar = tqdm(total=len(instances) * len(seeds) * len(methods), desc="TSPLIB", disable=not progress, mininterval=1.0)
     for instance in instances:
