@@ -54,8 +54,7 @@
 n_train = 20  # training length N
 n_max = 160  # test at N, 2N, 4N, ... up to n_max
 rules = ["inv_sqrt_d", "ssmax", "dist_bias", "rope", "ptrnet"]  # trained at N
-training_free = ["eie", "exact", "log_N", "rescale", "eie_rescale", "rescale_dist_bias", "eie_dist_bias", "eie_rope",
-                 "bias_rescale", "eie_bias_rescale", "rope_rescale"]
+training_free = ["eie", "exact", "log_N", "rescale", "eie_rescale", "rescale_dist_bias", "eie_dist_bias", "eie_rope", "bias_rescale", "eie_bias_rescale", "rope_rescale"]  # noqa: E501
 seeds = [0, 1]
 epochs = 4
 steps_per_epoch = 10
