@@ -75,6 +75,8 @@ class Method:
     coordinate_scale: Callable[[int, int], float] | None = None
     # A test-time factor s(n, N) on the positions the attention's distance bias or rotation sees
     # (`Attention.position_scale`), the embedded coordinates left alone; None: 1. Must be 1 at n = N.
+    # Its n is the one the attention's rule sees (the context's n: with CVRP's `size_counts_depot`
+    # it counts the depot, and the run check at n = N then reports the mismatch).
     position_scale: Callable[[int, int], float] | None = None
     # The problems (`eie.problems.PROBLEMS` keys) it applies to; None: every problem.
     problems: tuple | None = None
