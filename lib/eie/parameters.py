@@ -29,6 +29,7 @@ from . import methods
 from .attention import N_MODES, SITES
 from .model import PRECISIONS
 from .paths import check_run_name
+from .problems import problem_trained_by
 
 
 class Invalid(ValueError):
@@ -259,7 +260,7 @@ def _across(notebook: str, values: dict) -> list[str]:
         if missing:
             problems.append(f"lr_by_capacity has no learning rate for capacities {missing}; add them, e.g. "
                             f"-y 'lr_by_capacity: {_flow({**values['lr_by_capacity'], missing[0]: 5e-5})}'")
-    problem = _problem_of(notebook)
+    problem = getattr(problem_trained_by(notebook), "name", None)
     for key in [*values.get("rules", []), *values.get("training_free", [])]:
         applies = methods.get(key).problems
         if problem is not None and applies is not None and problem not in applies:
@@ -274,16 +275,6 @@ def _across(notebook: str, values: dict) -> list[str]:
             problems.append(f"training_free: {key!r} is applied to the model trained with {base!r}, which rules "
                             f"does not include: add {base!r} to rules or drop {key!r}")
     return problems
-
-
-def _problem_of(notebook: str) -> str | None:
-    """The problem a training notebook trains (None for the others)."""
-    from .problems import PROBLEMS
-
-    for name, problem in PROBLEMS.items():
-        if notebook == problem.notebook or notebook in problem.other_notebooks:
-            return name
-    return None
 
 
 def check_parameters(notebook: str, values: dict) -> dict:

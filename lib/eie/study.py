@@ -20,7 +20,7 @@ from . import scaling
 from .eie_net import fit_eie, load_eie_net, save_eie_net
 from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
 from .methods import BoundMethod
-from .problems import PROBLEMS
+from .problems import problem_trained_by, training_notebooks
 from .paths import eie_net_path, exact_table_path, results_dir
 from .training import TrainConfig, export_policy, load_trained, resolve_device, train
 
@@ -58,16 +58,11 @@ def describe_scales(net, table, d: int, N: int, N_max: int) -> str:
     return "\n".join(lines)
 
 
-def training_notebooks() -> list[str]:
-    """Every notebook that trains models (each problem's own, then the others that train one)."""
-    return [p.notebook for p in PROBLEMS.values()] + [nb for p in PROBLEMS.values() for nb in p.other_notebooks]
-
-
 def problem_for(notebook: str):
     """The problem class (`eie.problems.PROBLEMS`) that `notebook` trains."""
-    for problem in PROBLEMS.values():
-        if notebook == problem.notebook or notebook in problem.other_notebooks:
-            return problem
+    problem = problem_trained_by(notebook)
+    if problem is not None:
+        return problem
     raise ValueError(f"{notebook!r} is not a training notebook; choose from {', '.join(training_notebooks())}")
 
 

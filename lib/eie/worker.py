@@ -27,6 +27,7 @@ from . import study
 from .files import FileBusy
 from .parameters import check_parameters
 from .paths import repo_root
+from .problems import training_notebooks
 
 
 def notebook_defaults(notebook: str) -> dict:
@@ -80,7 +81,7 @@ def run_worker(preset, notebook: str, poll_seconds: float = 30.0) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("preset", help="a preset YAML file, e.g. presets/paper.yaml")
-    parser.add_argument("notebook", choices=study.training_notebooks())
+    parser.add_argument("notebook", choices=training_notebooks())
     parser.add_argument("--threads", type=int, default=1, help="torch threads of this worker (default 1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
