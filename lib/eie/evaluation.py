@@ -49,17 +49,26 @@ def greedy_costs(model: AttentionModel, instance: dict, method: BoundMethod | No
     Every solution passes the problem's feasibility check before its cost is returned. Each chunk is
     moved to the model's device (a test set may stay in host memory); the costs are on that device.
     """
-    model.eval()
     device = next(model.parameters()).device
+    batch = next(iter(instance.values())).shape[0]
+    costs = []
+    for start in range(0, batch, chunk):
+        part = {k: v[start:start + chunk].to(device) for k, v in instance.items()}
+        costs.append(model.problem.cost(part, greedy_solutions(model, part, method)))
+    return torch.cat(costs)
+
+
+@torch.no_grad()
+def greedy_solutions(model: AttentionModel, instance: dict, method: BoundMethod | None = None) -> torch.Tensor:
+    """The greedy solutions of `instance` (one batch, on the model's device) with `method` applied
+    (None: the model's own attention; a rescaling method rescales what the model sees), each
+    checked for feasibility against `instance` itself."""
+    model.eval()
     with method_applied(model, method):
-        batch = next(iter(instance.values())).shape[0]
-        costs = []
-        for start in range(0, batch, chunk):
-            part = {k: v[start:start + chunk].to(device) for k, v in instance.items()}
-            solution, _ = model.rollout(part if method is None else method.seen_by_model(part, model.problem), "greedy")
-            model.problem.check(part, solution)
-            costs.append(model.problem.cost(part, solution))
-        return torch.cat(costs)
+        solution, _ = model.rollout(instance if method is None else method.seen_by_model(instance, model.problem),
+                                    "greedy")
+    model.problem.check(instance, solution)
+    return solution
 
 
 @contextmanager

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from .evaluation import method_applied
+from .evaluation import greedy_solutions
 from .paths import repo_root
 
 BANDS = ((200, "n <= 200"), (1000, "200 < n <= 1000"), (float("inf"), "n > 1000"))
@@ -105,10 +105,7 @@ def evaluate_tsplib(models: dict, methods, instances, device=None, progress: boo
         batch = instance.for_model(device)
         for seed in seeds:
             for method in methods:
-                model = models[(method.model_key, seed)].to(device).eval()
-                with method_applied(model, method):
-                    solution, _ = model.rollout(method.seen_by_model(batch, model.problem), "greedy")
-                model.problem.check(batch, solution)
+                solution = greedy_solutions(models[(method.model_key, seed)].to(device), batch, method)
                 length = euc_2d_length(instance.coords, solution[0].cpu().numpy())
                 rows.append({"name": instance.name, "n": instance.n, "band": instance.band, "method": method.key,
                              "seed": seed, "length": length, "best_known": instance.best_known,
