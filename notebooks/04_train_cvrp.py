@@ -58,6 +58,8 @@ max_grad_norm = 1.0
 baseline_eval_size = 256
 lr_decay_on_p = False  # the paper's "lr x 0.95 when p > 0.95"
 precision = "float32"  # "bfloat16": the encoder's linear layers in bfloat16 while training (results/precision/)
+plateau_window = 0  # W > 0: stop a model before `epochs` once its held-out cost stops improving over W epochs
+plateau_tolerance = 0.001  # ... by this relative amount (eie.training.plateau_reached)
 sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
 n_mode = "instance"  # "instance" or "unmasked" (n the rules see while decoding)
 size_counts_depot = False  # whether the n the rules see counts the depot
@@ -109,7 +111,8 @@ print(study.describe_scales(net, table, d, n_train, n_max))
 # %% tags=[]
 models, logs = study.train_problem("04_train_cvrp", params)  # models and logs by setting ("C10", ...)
 for setting in models:
-    print(f"{setting}:", run_checks.check_training_log(logs[logs.setting == setting], rules, seeds, epochs))
+    print(f"{setting}:", run_checks.check_training_log(logs[logs.setting == setting], rules, seeds, epochs,
+                                                          plateau_window, plateau_tolerance))
 
 # %% [markdown] tags=[]
 # Final held-out greedy distance by capacity, rule and seed (machine-dependent, not compared):

@@ -64,6 +64,8 @@ max_grad_norm = 1.0
 baseline_eval_size = 256
 lr_decay_on_p = False
 precision = "float32"
+plateau_window = 0  # W > 0: stop a model before `epochs` once its held-out cost stops improving over W epochs
+plateau_tolerance = 0.001  # ... by this relative amount (eie.training.plateau_reached)
 sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
 n_mode = "instance"
 test_size = 128
@@ -114,7 +116,7 @@ pd.set_option("display.width", 160)
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
 trained, logs = study.train_problem("08_rivals", params, prefix="rivals_")
 models = trained[""]
-print(run_checks.check_training_log(logs, rules, seeds, epochs))
+print(run_checks.check_training_log(logs, rules, seeds, epochs, plateau_window, plateau_tolerance))
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT

@@ -14,7 +14,8 @@ from eie.problems import PROBLEMS, TSP
 def tiny_parameters(**overrides) -> dict:
     params = {"run": "tiny", "n_train": 6, "n_max": 12, "rules": ["inv_sqrt_d"], "training_free": ["log_N"],
               "seeds": [0], "epochs": 1, "steps_per_epoch": 1, "batch_size": 4, "lr": 1e-4, "max_grad_norm": 1.0,
-              "baseline_eval_size": 4, "lr_decay_on_p": False, "precision": "float32", "sites": ["encoder", "glimpse"], "n_mode": "instance",
+              "baseline_eval_size": 4, "lr_decay_on_p": False, "precision": "float32",
+              "plateau_window": 0, "plateau_tolerance": 0.001, "sites": ["encoder", "glimpse"], "n_mode": "instance",
               "test_size": 4, "test_seed": 1234, "reference_size": 2, "eval_chunk": 4, "device": "cpu",
               "progress": False, "lkh_runs": 1}
     return {**params, **overrides}

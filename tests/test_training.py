@@ -4,7 +4,7 @@ import torch
 
 from eie import model as model_module
 from eie.model import DecoderCache
-from eie.training import TrainConfig, build_model, greedy_cost, load_trained, paired_t_test_p, train
+from eie.training import TrainConfig, build_model, greedy_cost, load_trained, paired_t_test_p, plateau_reached, train
 
 SMALL = dict(problem="tsp", n_train=8, steps_per_epoch=2, batch_size=16, baseline_eval_size=32, lr=1e-3)
 
@@ -43,6 +43,33 @@ def test_training_lowers_the_cost(tmp_path):
     assert result.log.baseline_updated.any()
 
 
+def test_plateau_rule_compares_the_last_window_with_the_one_before():
+    falling = [10.0, 9.0, 8.0, 7.0, 6.0, 5.0]
+    assert not plateau_reached(falling, 2, 0.001)  # 5.5 is 10 % below 7.5
+    assert not plateau_reached(falling[:3], 2, 0.5)  # fewer than 2W epochs: never
+    assert plateau_reached(falling, 2, 0.3)  # ... but not 30 % below
+    assert plateau_reached([5.0, 5.0, 5.1, 4.95], 2, 0.001)  # 5.025 vs 5.0: got worse
+    assert not plateau_reached([5.0] * 10, 0, 0.5)  # window 0: the rule is off
+    assert plateau_reached([-71.0, -71.0, -71.01, -71.0], 2, 0.001)  # negative costs (bin packing) work too
+    assert not plateau_reached([-70.0, -71.0, -75.0, -76.0], 2, 0.001)
+
+
+def test_a_run_stops_at_its_plateau_and_a_resumed_one_stops_there_too(tmp_path):
+    plateau = dict(plateau_window=1, plateau_tolerance=0.49)  # stops once an epoch is < 49 % better than the last
+    stopped = train(TrainConfig(epochs=6, **SMALL, **plateau), tmp_path / "a", progress=False, device="cpu")
+    ran = len(stopped.log)
+    costs = list(stopped.log.eval_cost)
+    assert 2 <= ran < 6 and plateau_reached(costs, 1, 0.49)
+    assert not any(plateau_reached(costs[:k], 1, 0.49) for k in range(1, ran))  # the first epoch it held
+    again = train(TrainConfig(epochs=6, **SMALL, **plateau), tmp_path / "a", progress=False, device="cpu")
+    assert len(again.log) == ran  # resumed: stops again at once
+    straight = train(TrainConfig(epochs=ran, **SMALL), tmp_path / "b", progress=False, device="cpu")
+    for (name, p), q in zip(straight.model.state_dict().items(), stopped.model.state_dict().values()):
+        assert torch.equal(p, q), name  # the rule only decides when to stop, not what is trained
+    longer = train(TrainConfig(epochs=ran + 1, **SMALL), tmp_path / "a", progress=False, device="cpu")
+    assert len(longer.log) == ran + 1  # the rule off, the same checkpoint trains on
+
+
 def test_config_validation():
     with pytest.raises(ValueError, match="trained with one of"):
         TrainConfig(rule="eie")
@@ -51,6 +78,9 @@ def test_config_validation():
     with pytest.raises(ValueError, match="precision must be one of"):
         TrainConfig(precision="float16")
     assert "precision" not in TrainConfig().resume_key()  # checkpoints from before the option still resume
+    with pytest.raises(ValueError, match="plateau_window >= 0"):
+        TrainConfig(plateau_window=-1)
+    assert "plateau_window" not in TrainConfig(plateau_window=5).resume_key()  # when to stop, like epochs
 
 
 def test_a_bfloat16_encoder_stays_close_and_keeps_attention_in_float32(tmp_path):

@@ -7,7 +7,8 @@ those numbers in cells whose outputs nbval does not compare, and compare instead
 checks: each asserts a property that holds on every machine for a correct run (and fails, with a
 message, for a broken one) and reports it in words, with no measured number.
 
-- `check_training_log`: one row per epoch for every (rule, seed), finite costs, p-values in [0, 1];
+- `check_training_log`: one row per epoch for every (rule, seed) (fewer only where the plateau rule
+  stopped it), finite costs, p-values in [0, 1];
 - `check_extrapolation`: every (setting, method, seed) evaluated at every n with finite objectives;
   the training-free rules reproduce the 1/sqrt(d) model exactly at the training length (they equal
   1/sqrt(d) there, the same model decodes the same instances); and, when given, every model is within
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import methods
+from .training import plateau_reached
 
 
 class RunCheckFailed(AssertionError):
@@ -32,18 +34,34 @@ def _require(condition: bool, message: str) -> None:
         raise RunCheckFailed(message)
 
 
-def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int) -> str:
-    """Assert the training log is complete and sane; return one line that says what was checked."""
+def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_window: int = 0,
+                       plateau_tolerance: float = 0.001) -> str:
+    """Assert the training log is complete and sane; return one line that says what was checked.
+    With the plateau rule on (`eie.training.plateau_reached`), a model may stop before `epochs`, but
+    only at the first epoch where the rule holds."""
+    stopped = 0
     for rule in rules:
         for seed in seeds:
             part = log[(log.rule == rule) & (log.seed == seed)]
-            _require(list(part.epoch) == list(range(1, epochs + 1)),
+            ran = len(part)
+            _require(list(part.epoch) == list(range(1, ran + 1)) and (ran == epochs or 1 <= ran < epochs and plateau_window),
                      f"training log of {rule}, seed {seed}: epochs {list(part.epoch)}, expected 1..{epochs}")
+            costs = list(part.eval_cost)
+            first_plateau = next((k for k in range(1, ran + 1)
+                                  if plateau_reached(costs[:k], plateau_window, plateau_tolerance)), None)
+            expected = (ran,) if ran < epochs else (None, epochs)  # stopped where the rule first held, or ran all
+            _require(first_plateau in expected,
+                     f"training log of {rule}, seed {seed}: {ran} of {epochs} epochs, but the plateau rule "
+                     f"(window {plateau_window}) first holds at epoch {first_plateau}")
+            stopped += ran < epochs
     costs = log[["train_cost", "baseline_cost", "eval_cost"]].to_numpy(dtype=float)
     _require(bool(np.isfinite(costs).all()), "training log: a cost is not finite (the run diverged)")
     _require(bool(log.p_value.between(0, 1).all()), "training log: a p-value lies outside [0, 1]")
-    return (f"training log: {len(rules)} rules x {len(seeds)} seeds x {epochs} epochs, every cost finite, "
-            "every p-value in [0, 1]")
+    if not plateau_window:
+        return (f"training log: {len(rules)} rules x {len(seeds)} seeds x {epochs} epochs, every cost finite, "
+                "every p-value in [0, 1]")
+    return (f"training log: {len(rules)} rules x {len(seeds)} seeds, each until its held-out cost stopped improving "
+            f"(window {plateau_window}, {stopped} stopped before {epochs} epochs), every cost finite, every p-value in [0, 1]")
 
 
 def check_extrapolation(results: pd.DataFrame, n_train: int, reference: str = "the reference",

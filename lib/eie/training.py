@@ -5,7 +5,10 @@ batch with the baseline policy; the loss is mean((cost - baseline cost) * log-li
 each epoch the current policy and the baseline are decoded greedily on a held-out set; when a
 one-sided paired t-test says the current policy is better (p < alpha) it becomes the baseline and a
 new held-out set is drawn. Option `lr_decay_on_p` is the EIE paper's rule: when that p-value
-exceeds 0.95 the learning rate is multiplied by 0.95.
+exceeds 0.95 the learning rate is multiplied by 0.95. Option `plateau_window` (W epochs) stops a
+run before `epochs` once the held-out greedy cost has stopped improving: the mean of the last W
+epochs is less than `plateau_tolerance` (relative) below the mean of the W epochs before them
+(`plateau_reached`). The rule reads only the log, so a resumed run stops at the same epoch.
 
 A checkpoint is written atomically after every epoch (model, baseline, optimiser, random-generator
 states, held-out set); a run started again with the same configuration resumes from it and ends
@@ -52,6 +55,8 @@ class TrainConfig:
     alpha: float = 0.05
     lr_decay_on_p: bool = False
     precision: str = "float32"  # "bfloat16": the encoder's linear layers under bfloat16 autocast while training
+    plateau_window: int = 0  # W > 0: stop before `epochs` once the held-out cost stops improving (`plateau_reached`)
+    plateau_tolerance: float = 0.001
     seed: int = 0
     model: ModelConfig = ModelConfig()
 
@@ -67,13 +72,18 @@ class TrainConfig:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if not (self.lr > 0 and 0 < self.alpha < 1 and self.max_grad_norm > 0):
             raise ValueError("lr > 0, 0 < alpha < 1 and max_grad_norm > 0 are required")
+        if self.plateau_window < 0 or not 0 <= self.plateau_tolerance < 1:
+            raise ValueError(f"plateau_window >= 0 (0: train every epoch) and 0 <= plateau_tolerance < 1 are required, "
+                             f"got {self.plateau_window} and {self.plateau_tolerance}")
 
     def resume_key(self) -> dict:
-        """Everything but the number of epochs must match to resume (a run may be extended)."""
+        """Everything but when to stop (epochs, the plateau rule) must match to resume (a run may be extended)."""
         key = asdict(self)
         key.pop("epochs")
         if key["precision"] == "float32":
             key.pop("precision")  # checkpoints written before the option resume
+        for name in ("plateau_window", "plateau_tolerance"):  # like epochs, they only say when to stop
+            key.pop(name)
         key["sites"] = list(key["sites"])
         return key
 
@@ -106,6 +116,17 @@ def paired_t_test_p(candidate: torch.Tensor, baseline: torch.Tensor) -> float:
     if diff.std() == 0:
         return 0.0 if diff.mean() < 0 else 1.0
     return float(stats.ttest_rel(candidate.double().cpu().numpy(), baseline.double().cpu().numpy(), alternative="less").pvalue)
+
+
+def plateau_reached(eval_costs, window: int, tolerance: float) -> bool:
+    """True when the mean of the last `window` held-out costs is less than `tolerance` (relative)
+    below the mean of the `window` before them: the policy has stopped improving. False while fewer
+    than 2 * window epochs have run, and always when window is 0 (the rule off)."""
+    if window <= 0 or len(eval_costs) < 2 * window:
+        return False
+    recent = sum(eval_costs[-window:]) / window
+    before = sum(eval_costs[-2 * window:-window]) / window
+    return before - recent < tolerance * abs(before)
 
 
 def _read_checkpoint(path: Path) -> dict:
@@ -187,6 +208,8 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
     bar = tqdm(range(start_epoch, config.epochs), desc=name, disable=not progress, initial=start_epoch,
                total=config.epochs, mininterval=1.0)
     for epoch in bar:
+        if plateau_reached([row["eval_cost"] for row in rows], config.plateau_window, config.plateau_tolerance):
+            break  # checked before each epoch, so a resumed run that had stopped stops again at once
         started = time.perf_counter()
         model.train()
         costs, base = [], []
