@@ -18,6 +18,7 @@ from tqdm import tqdm
 from . import methods as registry
 from . import scaling
 from .eie_net import fit_eie, load_eie_net, save_eie_net
+from .evaluation_store import EvaluationStore, model_fingerprint
 from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
 from .methods import BoundMethod
 from .problems import problem_trained_by, training_notebooks
@@ -124,7 +125,7 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
             models[problem.setting], methods, params["n_train"], params["n_max"], test_size=params["test_size"],
             setting=problem.setting, test_seed=params["test_seed"], reference_size=params["reference_size"],
             reference_options=problem.reference_options(params), chunk=params["eval_chunk"], device=params["device"],
-            progress=params["progress"])
+            progress=params["progress"], store=EvaluationStore(results_dir(params["run"]) / "checkpoints" / "evaluation"))
         results.append(result)
         per_instance.update(objectives)
         references[problem.setting] = reference
@@ -188,14 +189,15 @@ def bind_methods(method_keys, d: int, N: int, net=None, table=None) -> list[Boun
 
 def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int, test_size: int, setting: str = "",
              test_seed: int = 1234, reference_size: int = 32, reference_options: dict | None = None,
-             chunk: int = 256, device: str = "auto", progress: bool = True):
+             chunk: int = 256, device: str = "auto", progress: bool = True, store: EvaluationStore | None = None):
     """Every method (`bind_methods`) on the fixed test sets at n = N * 2^k <= n_max; each runs on
     `models[(method.model_key, seed)]` for every seed of `models`.
 
     `objective` is the cost (tour length, distance), or for a problem with `maximise = True` (bin
     packing) minus the cost (the load rate); `gap_pct` is positive where the method is worse than the
-    reference either way. Returns (long table with RESULT_COLUMNS, per-instance objectives
-    {(setting, method, seed, n): array}, reference objectives {n: array}).
+    reference either way. With a `store` (`eie.evaluation_store`) each finished piece is kept, and a
+    rerun reads it back: an interrupted evaluation resumes. Returns (long table with RESULT_COLUMNS,
+    per-instance objectives {(setting, method, seed, n): array}, reference objectives {n: array}).
     """
     device = resolve_device(device)
     any_model = next(iter(models.values()))
@@ -206,18 +208,26 @@ def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int,
     rows, per_instance, references = [], {}, {}
     bar = tqdm(total=len(lengths) * (1 + len(seeds) * len(methods)), desc=f"evaluate {problem.name}",
                disable=not progress, mininterval=1.0)
+    store = store or EvaluationStore(None)
+    fingerprints = {key: model_fingerprint(model) for key, model in models.items()}
     for n in lengths:
         instances = fixed_test_set(problem, n, test_size, test_seed, device)
         k = min(reference_size, test_size)
-        reference = sign * problem.reference_costs({key: v[:k] for key, v in instances.items()},
-                                                   **(reference_options or {})) if k > 0 else np.array([])
+        piece = {"problem": problem.name, "setting": setting, "n": n, "test_size": test_size, "test_seed": test_seed}
+        reference = store.get_or_compute(
+            {**piece, "reference_size": k, "reference_options": reference_options or {}},
+            lambda: sign * problem.reference_costs({key: v[:k] for key, v in instances.items()},
+                                                   **(reference_options or {})) if k > 0 else np.array([]))
         references[n] = reference
         bar.update()
         for seed in seeds:
             for method in methods:
-                model = models[(method.model_key, seed)].to(device)
-                costs = greedy_costs(model, instances, method, chunk=chunk)
-                objective = sign * costs.cpu().numpy()
+                model_key = (method.model_key, seed)
+                objective = store.get_or_compute(
+                    {**piece, "method": method.key, "model": fingerprints[model_key], "N": method.N,
+                     "lambda_n": float(method.rule(n))},
+                    lambda: sign * greedy_costs(models[model_key].to(device), instances, method,
+                                                chunk=chunk).cpu().numpy())
                 per_instance[(setting, method.key, seed, n)] = objective
                 gap = 100 * sign * (objective[:k].mean() / reference.mean() - 1) if k > 0 else float("nan")
                 rows.append({"problem": problem.name, "setting": setting, "method": method.key, "seed": seed, "n": n,

@@ -1,0 +1,94 @@
+"""The finished pieces of an evaluation, kept on disk so that an interrupted one resumes.
+
+At the paper's scale (1024 instances up to n = 1600, six methods, three seeds) an evaluation takes
+hours on a CPU. `eie.study.evaluate` keeps each piece as it finishes: the per-instance objectives of
+one (method, seed, n), and the reference solver's objectives at one n. A piece is a small file
+named by a hash of everything that determines it: the model's weights, the method with its lambda
+at n and N, the fixed test set (n, size, seed), the reference solver's options, and the source of the
+modules that decode and solve (`DECODING_SOURCES`; an edit there makes every piece miss). A rerun
+reads a piece back instead of computing it; anything changed simply misses and is computed again.
+
+The pieces live in `results/<run>/checkpoints/evaluation/` (not committed, like the checkpoints). A
+piece that cannot be read is computed again, with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .files import load_tensors, save_atomic
+
+PIECE_FORMAT = "eie-evaluation-piece/1"
+_PACKAGE = Path(__file__).resolve().parent
+DECODING_SOURCES = ("model.py", "attention.py", "position_attention.py", "pointer_network.py", "evaluation.py",
+                    "methods.py", "scaling.py", "eie_net.py", "solvers.py", "problems")
+
+
+@lru_cache(maxsize=1)
+def decoding_source_hash() -> str:
+    """A hash of the source of the modules that decode solutions and compute reference costs."""
+    digest = hashlib.sha256()
+    for name in DECODING_SOURCES:
+        path = _PACKAGE / name
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            digest.update(file.relative_to(_PACKAGE).as_posix().encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def model_fingerprint(model: torch.nn.Module) -> str:
+    """A hash of a model's weights (names, shapes and values)."""
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(str(tuple(tensor.shape)).encode())
+        digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+class EvaluationStore:
+    """Finished evaluation pieces in `folder`, looked up by a key of plain values; `folder` None
+    keeps nothing (every lookup misses)."""
+
+    def __init__(self, folder: Path | str | None):
+        self.folder = None if folder is None else Path(folder)
+
+    def _path(self, key: dict) -> Path:
+        text = json.dumps({**key, "source": decoding_source_hash()}, sort_keys=True)
+        return self.folder / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.pt"
+
+    def get(self, key: dict) -> np.ndarray | None:
+        """The values stored under `key`, or None when there are none (or they cannot be read)."""
+        if self.folder is None:
+            return None
+        path = self._path(key)
+        if not path.is_file():
+            return None
+        try:
+            payload = load_tensors(path, "evaluation piece")
+            if payload.get("format") != PIECE_FORMAT or payload.get("key") != json.dumps(key, sort_keys=True):
+                return None  # another key under the same hash: compute it
+            return payload["values"].numpy()
+        except (ValueError, KeyError, AttributeError) as error:
+            warnings.warn(f"evaluation piece {path} is unreadable ({error}); computing it again", stacklevel=2)
+            return None
+
+    def put(self, key: dict, values: np.ndarray) -> None:
+        if self.folder is not None:
+            save_atomic({"format": PIECE_FORMAT, "key": json.dumps(key, sort_keys=True),
+                         "values": torch.from_numpy(np.ascontiguousarray(values))}, self._path(key))
+
+    def get_or_compute(self, key: dict, compute) -> np.ndarray:
+        """The stored values for `key`, or `compute()`'s (then stored), with their dtype."""
+        values = self.get(key)
+        if values is None:
+            values = np.asarray(compute())
+            self.put(key, values)
+        return values

@@ -1,0 +1,74 @@
+"""An interrupted evaluation resumes: finished pieces are read back, and anything that changed them
+(the model's weights, the method, the test set, the solver's options) is computed again."""
+
+import numpy as np
+import pytest
+import torch
+
+from eie import study
+from eie.evaluation_store import EvaluationStore, model_fingerprint
+from eie.problems import TSP
+from eie.training import TrainConfig, build_model
+
+
+def test_a_piece_is_read_back_under_its_key_only(tmp_path):
+    store = EvaluationStore(tmp_path)
+    values = np.array([1.5, 2.5], dtype=np.float32)
+    assert store.get({"n": 8}) is None
+    store.put({"n": 8}, values)
+    back = store.get({"n": 8})
+    assert back.dtype == np.float32 and np.array_equal(back, values)
+    assert store.get({"n": 16}) is None
+    calls = []
+    assert np.array_equal(store.get_or_compute({"n": 8}, lambda: calls.append(1)), values) and not calls
+    for piece in tmp_path.glob("*.pt"):
+        piece.write_bytes(b"truncated")
+    with pytest.warns(UserWarning, match="unreadable"):
+        assert np.array_equal(store.get_or_compute({"n": 8}, lambda: values * 2), values * 2)
+    assert np.array_equal(store.get({"n": 8}), values * 2)  # computed again and stored
+    assert EvaluationStore(None).get({"n": 8}) is None
+
+
+def test_the_fingerprint_follows_the_weights():
+    model = build_model(TrainConfig(n_train=6), "cpu")
+    same = build_model(TrainConfig(n_train=6), "cpu")
+    same.load_state_dict(model.state_dict())
+    assert model_fingerprint(model) == model_fingerprint(same)
+    with torch.no_grad():
+        next(same.parameters())[0, 0] += 1e-6
+    assert model_fingerprint(model) != model_fingerprint(same)
+
+
+def _evaluate(models, store, methods=("inv_sqrt_d", "log_N"), **options):
+    bound = study.bind_methods(list(methods), d=16, N=6)
+    return study.evaluate(models, bound, 6, 12, test_size=4, reference_size=2, progress=False, device="cpu",
+                          store=store, **options)
+
+
+def test_a_rerun_reads_every_finished_piece_and_recomputes_what_changed(tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    models = {("inv_sqrt_d", 0): build_model(TrainConfig(n_train=6), "cpu")}
+    store = EvaluationStore(tmp_path)
+    first, objectives, references = _evaluate(models, store)
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("a finished piece was computed again")
+
+    monkeypatch.setattr(study, "greedy_costs", must_not_run)
+    monkeypatch.setattr(TSP, "reference_costs", must_not_run)
+    again, objectives_again, references_again = _evaluate(models, store)
+    assert again.equals(first)
+    assert all(np.array_equal(objectives[key], objectives_again[key]) for key in objectives)
+    assert all(np.array_equal(references[n], references_again[n]) for n in references)
+
+    monkeypatch.undo()
+    computed = []
+    real_greedy = study.greedy_costs
+    monkeypatch.setattr(study, "greedy_costs", lambda *a, **k: computed.append(1) or real_greedy(*a, **k))
+    monkeypatch.setattr(TSP, "reference_costs", must_not_run)
+    with torch.no_grad():  # other weights: every piece of the model is computed again, the references are read
+        next(models[("inv_sqrt_d", 0)].parameters())[0, 0] += 0.1
+    _evaluate(models, store)
+    assert len(computed) == 4  # 2 methods x n = 6, 12
+    with pytest.raises(AssertionError, match="computed again"):
+        _evaluate(models, store, test_seed=99)  # another test set: its reference is computed again
