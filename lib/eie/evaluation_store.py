@@ -4,7 +4,7 @@ At the paper's scale (1024 instances up to n = 1600, six methods, three seeds) a
 hours on a CPU. `eie.study.evaluate` keeps each piece as it finishes: the per-instance objectives of
 one (method, seed, n), and the reference solver's objectives at one n. A piece is a small file
 named by a hash of everything that determines it: the model's weights, the method with its lambda
-at n and N, the fixed test set (n, size, seed), the reference solver's options, and the source of the
+at n and N, the test instances themselves, the reference solver's options, and the source of the
 modules that decode and solve (`DECODING_SOURCES`; an edit there makes every piece miss). A rerun
 reads a piece back instead of computing it; anything changed simply misses and is computed again.
 
@@ -43,14 +43,19 @@ def decoding_source_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-def model_fingerprint(model: torch.nn.Module) -> str:
-    """A hash of a model's weights (names, shapes and values)."""
+def tensors_fingerprint(tensors: dict) -> str:
+    """A hash of named tensors (names, shapes, dtypes and values): a model's `state_dict()`, a test set."""
     digest = hashlib.sha256()
-    for name, tensor in model.state_dict().items():
-        digest.update(name.encode())
-        digest.update(str(tuple(tensor.shape)).encode())
-        digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    for name, tensor in tensors.items():
+        tensor = tensor.detach().cpu().contiguous()
+        digest.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
+        digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()[:16]
+
+
+def model_fingerprint(model: torch.nn.Module) -> str:
+    """A hash of a model's weights."""
+    return tensors_fingerprint(model.state_dict())
 
 
 class EvaluationStore:

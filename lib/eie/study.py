@@ -18,7 +18,7 @@ from tqdm import tqdm
 from . import methods as registry
 from . import scaling
 from .eie_net import fit_eie, load_eie_net, save_eie_net
-from .evaluation_store import EvaluationStore, model_fingerprint
+from .evaluation_store import EvaluationStore, model_fingerprint, tensors_fingerprint
 from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
 from .methods import BoundMethod
 from .problems import problem_trained_by, training_notebooks
@@ -213,7 +213,8 @@ def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int,
     for n in lengths:
         instances = fixed_test_set(problem, n, test_size, test_seed, device)
         k = min(reference_size, test_size)
-        piece = {"problem": problem.name, "setting": setting, "n": n, "test_size": test_size, "test_seed": test_seed}
+        piece = {"problem": problem.name, "setting": setting, "n": n, "test_size": test_size, "test_seed": test_seed,
+                 "instances": tensors_fingerprint(instances)}
         reference = store.get_or_compute(
             {**piece, "reference_size": k, "reference_options": reference_options or {}},
             lambda: sign * problem.reference_costs({key: v[:k] for key, v in instances.items()},
