@@ -46,3 +46,29 @@ def test_a_busy_model_is_left_to_its_worker(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(worker.time, "sleep", real_sleep)
     assert calls and held.is_file()
     assert "held by another worker" in capsys.readouterr().out
+
+
+def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
+    preset = tmp_path / "tiny.yaml"
+    settings = {"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0, 1], "rules": ["inv_sqrt_d"], "epochs": 3,
+                "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4, "device": "cpu"}
+    preset.write_text(yaml.safe_dump(settings))
+    assert list(worker.training_status(preset, "03_train_tsp").state) == ["not started", "not started"]
+    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False,
+                       **{**setup["config"], "epochs": 2})  # seed 0 interrupted after 2 of 3 epochs
+    status = worker.training_status(preset, "03_train_tsp")
+    assert list(status.state) == ["in progress", "not started"] and list(status.done) == [2, 0]
+    pace = status.s_per_epoch[0]
+    assert pace > 0 and status.hours_left[0] == round(pace / 3600, 2)
+    assert status.hours_left[1] == round(3 * pace / 3600, 2)  # not started: at the others' pace
+    worker.run_worker(preset, "03_train_tsp")
+    assert list(worker.training_status(preset, "03_train_tsp").state) == ["finished", "finished"]
+    worker.main([str(preset), "03_train_tsp", "--status"])
+    assert "2 of 2 models trained; at most 0.0 h" in capsys.readouterr().out
+    # a model the plateau rule stopped is trained, with no hours left though it ran fewer epochs
+    preset.write_text(yaml.safe_dump({**settings, "epochs": 50, "plateau_window": 1, "plateau_tolerance": 0.49}))
+    worker.run_worker(preset, "03_train_tsp")
+    status = worker.training_status(preset, "03_train_tsp")
+    assert list(status.state) == ["plateau", "plateau"] and (status.done < 50).all() and status.hours_left.sum() == 0

@@ -1,6 +1,7 @@
 """Train the models of a preset in background processes, the way its notebook would.
 
     python -m eie.worker presets/NAME.yaml 03_train_tsp [--threads 1]
+    python -m eie.worker presets/NAME.yaml 03_train_tsp --status     (where its training stands)
 
 A worker reads the notebook's own defaults (its `parameters` cell), applies the preset file (and
 its `per_notebook` entry) exactly as `papermill -f presets/NAME.yaml` does, checks them with the
@@ -9,7 +10,8 @@ notebook's parameter check, and trains every (setting, rule, seed) model of it w
 preset to use several cores: each model's checkpoint is locked while it trains, so a worker skips
 the models another one holds; an interrupted worker resumes from the last epoch when started
 again. Afterwards `papermill notebooks/NB.ipynb out.ipynb -f presets/NAME.yaml` finds every model
-trained and only evaluates.
+trained and only evaluates. `--status` prints, for every model of the preset, the epochs done, the
+last held-out cost, the recent seconds per epoch and the hours its remaining epochs would take.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import torch
 import yaml
 
@@ -28,6 +31,7 @@ from .files import FileBusy
 from .parameters import check_parameters
 from .paths import repo_root
 from .problems import training_notebooks
+from .training import plateau_reached
 
 
 def notebook_defaults(notebook: str) -> dict:
@@ -48,7 +52,8 @@ def preset_parameters(preset, notebook: str) -> dict:
     """The notebook's checked parameters under `preset` (a YAML file, as papermill -f reads it)."""
     path = Path(preset)
     if not path.is_file():
-        raise FileNotFoundError(f"no preset file {path}; presets: {sorted(p.name for p in (repo_root() / 'presets').glob('*.yaml'))}")
+        known = sorted(p.name for p in (repo_root() / "presets").glob("*.yaml"))
+        raise FileNotFoundError(f"no preset file {path}; presets: {known}")
     values = yaml.safe_load(path.read_text()) or {}
     if not isinstance(values, dict):
         raise ValueError(f"{path} must be a YAML mapping of parameter names to values")
@@ -78,12 +83,52 @@ def run_worker(preset, notebook: str, poll_seconds: float = 30.0) -> None:
             time.sleep(poll_seconds)  # another worker is training these; finish only when they are
 
 
+def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
+    """One row per model of `preset` for `notebook`, from the epoch logs in results/<run>/checkpoints/:
+    `done` epochs of `epochs`; `state` ("finished", "plateau" where the plateau rule stopped it,
+    "in progress", "not started"); the last held-out greedy cost; the median seconds of its last
+    `recent` epochs; and `hours_left`, its remaining epochs at that pace (at most: the plateau rule
+    may stop it earlier; for a model not started, the pace of the others)."""
+    params = preset_parameters(preset, notebook)
+    folder = study.results_dir(params["run"]) / "checkpoints"
+    rows = []
+    for setup in study.training_setups(notebook, params):
+        for seed in params["seeds"]:
+            for rule in params["rules"]:
+                name = study.model_name(setup["config"]["problem"], rule, params["n_train"], seed, setup["tag"])
+                log_path = folder / f"{name}_log.csv"
+                log = pd.read_csv(log_path) if log_path.is_file() else pd.DataFrame(columns=["eval_cost", "seconds"])
+                done, epochs = len(log), params["epochs"]
+                stopped = plateau_reached(list(log.eval_cost), params["plateau_window"], params["plateau_tolerance"])
+                state = ("finished" if done >= epochs else "plateau" if stopped else
+                         "in progress" if done else "not started")
+                rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
+                             "eval_cost": float(log.eval_cost.iloc[-1]) if done else float("nan"),
+                             "s_per_epoch": float(log.seconds.tail(recent).median()) if done else float("nan")})
+    status = pd.DataFrame(rows)
+    pace = status.s_per_epoch.fillna(status.s_per_epoch.median())
+    left = (status.epochs - status.done).where(status.state.isin(["in progress", "not started"]), 0)
+    return status.assign(hours_left=(left * pace / 3600).round(2))
+
+
+def print_status(preset, notebook: str) -> None:
+    status = training_status(preset, notebook)
+    with pd.option_context("display.width", 160, "display.max_rows", None):
+        print(status.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"{(status.state.isin(['finished', 'plateau'])).sum()} of {len(status)} models trained; "
+          f"at most {status.hours_left.sum():.1f} h of training left at the recent pace "
+          "(one worker per model at a time; pace measured with whatever else ran beside it)")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("preset", help="a preset YAML file, e.g. presets/paper.yaml")
     parser.add_argument("notebook", choices=training_notebooks())
     parser.add_argument("--threads", type=int, default=1, help="torch threads of this worker (default 1)")
+    parser.add_argument("--status", action="store_true", help="print where the preset's training stands; train nothing")
     args = parser.parse_args(argv)
+    if args.status:
+        return print_status(args.preset, args.notebook)
     torch.set_num_threads(args.threads)
     run_worker(args.preset, args.notebook)
 
