@@ -5,7 +5,7 @@ hours on a CPU. `eie.study.evaluate` keeps each piece as it finishes: the per-in
 one (method, seed, n), and the reference solver's objectives at one n. A piece is a small file
 named by a hash of everything that determines it: the model's weights, the method with its lambda
 at n and N, the test instances themselves, the reference solver's options, and the source of the
-modules that decode and solve (`DECODING_SOURCES`; an edit there makes every piece miss). A rerun
+modules that decode, solve and score (`DECODING_SOURCES`; an edit there makes every piece miss). A rerun
 reads a piece back instead of computing it; anything changed simply misses and is computed again.
 
 The pieces live in `results/<run>/checkpoints/evaluation/` (not committed, like the checkpoints). A
@@ -28,7 +28,7 @@ from .files import load_tensors, save_atomic
 PIECE_FORMAT = "eie-evaluation-piece/1"
 _PACKAGE = Path(__file__).resolve().parent
 DECODING_SOURCES = ("model.py", "attention.py", "position_attention.py", "pointer_network.py", "evaluation.py",
-                    "methods.py", "scaling.py", "eie_net.py", "solvers.py", "problems")
+                    "methods.py", "scaling.py", "eie_net.py", "solvers.py", "problems", "study.py")
 
 
 @lru_cache(maxsize=1)
