@@ -21,8 +21,8 @@
 # EIE picks $\lambda(n)$ so that the *expected* attention entropy of Eq. 6 stays at its training
 # value. Eq. 6 assumes that the input $X$ of every attention layer is standard normal, so that
 # queries and keys are Gaussian. This notebook checks that on trained TSP models
-# (`results/<run>/models/`, written by notebook 03; the default run `cpu_long` is TSP20, trained on
-# a 2-core CPU, see `results/cpu_long/README.md`):
+# (`results/<run>/models/`, written by notebook 03, one per rule of `rules`; the default run
+# `cpu_long` is TSP20, trained on a 2-core CPU, see `results/cpu_long/README.md`):
 #
 # 1. **Figure 6** of the paper: the Jensen-Shannon divergence between each element of $X$ and
 #    $\mathcal N(0, 1)$, per encoder layer, against the divergence a true normal sample of the same
@@ -42,6 +42,7 @@ run = "cpu_long"  # results/<run>/models/ holds the trained TSP policies (notebo
 n_train = 20  # their training length N
 n_max = 320  # probe at N, 2N, ... up to n_max
 seed = 0  # which training seed's models
+rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # the trained rules whose models the run has (inv_sqrt_d required)
 instances = 16  # test instances per n for the entropy measurements
 permutation_instances = 4  # test instances per n for the Theorem 1 check (it decodes each twice)
 js_instances = 64  # instances at the training length for Figure 6
@@ -65,10 +66,9 @@ torch.set_grad_enabled(False)  # probes only (fitting an EIE net below, if neede
 out = results_dir(run, create=False)
 d = 16
 lengths = extrapolation_lengths(n_train, n_max)
-trained = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]
-methods = trained + ["eie", "exact", "log_N"]
-names = {rule: study.model_name("tsp", rule, n_train, seed) for rule in trained}
-models = {rule: model for rule, model in zip(trained, study.load_policies(names.values(), run=run).values())}
+methods = rules + ["eie", "exact", "log_N"]
+names = {rule: study.model_name("tsp", rule, n_train, seed) for rule in rules}
+models = {rule: model for rule, model in zip(rules, study.load_policies(names.values(), run=run).values())}
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
 bound = dict(zip(methods, study.bind_methods(methods, d, n_train, net, table)))
 problem = models["inv_sqrt_d"].problem
@@ -135,7 +135,7 @@ print(f"\nMeasured entropy change from n = {n_train} to n = {max(lengths)} (nats
 print(change.unstack("layer").loc[methods].rename(index=label).round(2).to_string())
 
 # %% tags=[]
-shown = ["inv_sqrt_d", "ln_d", "eie", "log_N"]
+shown = [method for method in ["inv_sqrt_d", "ln_d", "eie", "log_N"] if method in methods]
 fig, axes = plt.subplots(2, 3, figsize=(15, 8))
 for layer in (1, 2, 3):
     ax = axes[0, layer - 1]

@@ -227,6 +227,7 @@ NOTEBOOK_PARAMETERS = {
         "tsplib_max_n": optional(integer(51, 200))},
     "07_appendix": {
         "run": RUN, "n_train": integer(2, 20), "n_max": integer(3, 320), "seed": integer(0),
+        "rules": list_of(one_of("inv_sqrt_d", "ln_d", "ln_sqrt_d"), ["inv_sqrt_d", "ln_d"], unique=True),
         "instances": integer(1, 16), "permutation_instances": integer(1, 4), "js_instances": integer(1, 64),
         "test_seed": integer(0, 4321)},
 }
@@ -267,6 +268,9 @@ def _across(notebook: str, values: dict) -> list[str]:
         if problem is not None and applies is not None and problem not in applies:
             problems.append(f"{key!r} does not apply to {problem} (only to {', '.join(applies)}): drop it from "
                             f"{'rules' if key in values.get('rules', []) else 'training_free'} for {notebook}")
+    if notebook == "07_appendix" and "inv_sqrt_d" not in values.get("rules", ["inv_sqrt_d"]):
+        problems.append("rules must include 'inv_sqrt_d': Figure 6 and the training-free methods (EIE, exact, "
+                        "log_N) probe the model trained with it")
     if notebook == "08_rivals":
         if 1.0 not in values.get("rescale_factors", [1.0]):
             problems.append("rescale_factors must include 1.0 (the unscaled model the others are compared with)")
