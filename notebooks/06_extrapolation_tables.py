@@ -31,7 +31,7 @@
 # `run` picks the results folder; the default is the longest run committed (`cpu_long`, trained on
 # a 2-core CPU; see `results/cpu_long/README.md`). Problems whose files are missing there are
 # skipped with a note. Writes `results/<run>/table<k>_<problem>.md` (every table below, markdown),
-# `results/<run>/paired_<problem>.csv` and `figures/06_<problem>_<run>.png`.
+# `results/<run>/paired_<problem>.csv`, `results/<run>/verdicts.md` and `figures/06_<problem>_<run>.png`.
 
 # %% tags=["parameters"]
 run = "cpu_long"  # results/<run>/ to read (and write the tables to)
@@ -58,8 +58,9 @@ problems = sorted(comparison.RESULT_FILES, key=TABLE_NUMBER.get)  # in the paper
 #
 # For each problem and setting: our table (best in bold), our gap to the reference (%; positive =
 # worse than the reference), the paper's table, and every method relative to the $1/\sqrt d$ model
-# at the same factor $n/N$ (%, ours / the paper's, `-` where the paper has no such row; negative = shorter tours, or for bin packing
-# a lower load rate). Each table is also written to `results/<run>/table<k>_<problem>.md`.
+# at the same factor $n/N$ (%, ours / the paper's, `-` where the paper has no such row; negative =
+# shorter tours, or for bin packing a lower load rate). Each table is also written to
+# `results/<run>/table<k>_<problem>.md`.
 
 # %% tags=[]
 loaded, skipped = comparison.load_run_results(out)
@@ -87,12 +88,14 @@ for problem in problems:
 # compare with the standard deviations above).
 
 # %% tags=[]
+verdicts = []
 for problem in problems:
     if problem not in loaded:
         continue
     results, objectives = loaded[problem]
     spec = make_problem(problem)
     paired = comparison.paired_comparison(objectives, "eie", maximise=spec.maximise, alpha=alpha)
+    verdicts += comparison.verdict_sentences(problem, results, paired)
     paired.to_csv(out / f"paired_{problem}.csv", index=False, float_format="%.6g")
     paired["cell"] = paired.apply(lambda r: f"{r['diff']:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] {r.verdict}", axis=1)
     print(f"== Table {TABLE_NUMBER[problem]} ({problem}), EIE - other, {spec.objective_name}:")
@@ -104,6 +107,17 @@ for problem in problems:
     print(f"Beyond the training length, EIE is better in {counts.get('better', 0)}, worse in "
           f"{counts.get('worse', 0)} and not distinguishable in {counts.get('n.s.', 0)} of {int(counts.sum())} "
           "comparisons.\n")
+
+# %% [markdown] tags=[]
+# ## The verdict, one sentence per problem and setting
+#
+# At the longest test length: EIE (no retraining) against the $1/\sqrt d$ model, with the paired
+# test of the table above; the best method there; every method's gap to the reference. Also written
+# to `results/<run>/verdicts.md`.
+
+# %% tags=[]
+(out / "verdicts.md").write_text("\n\n".join(verdicts) + "\n")
+print("\n\n".join(verdicts))
 
 # %% [markdown] tags=[]
 # ## One figure per problem

@@ -100,3 +100,28 @@ def test_two_runs_are_compared_instance_by_instance(tmp_path):
     assert list(only_first.method) == ["eie"]
     with pytest.raises(FileNotFoundError, match="04_train_cvrp"):
         comparison.compare_runs(tmp_path / "a", tmp_path / "missing", "cvrp")
+
+
+def test_verdict_sentence_reads_its_numbers_from_the_tables():
+    objectives = {}
+    rng = np.random.default_rng(1)
+    base = {n: rng.uniform(5, 10, 40) * n / 20 for n in (20, 40)}
+    for seed in (0, 1):
+        for n in (20, 40):
+            objectives[("C10", "inv_sqrt_d", seed, n)] = base[n] + rng.normal(0, 0.01, 40)
+            objectives[("C10", "eie", seed, n)] = base[n] * (0.9 if n == 40 else 1.0) + rng.normal(0, 0.01, 40)
+    rows = [{"problem": "cvrp", "setting": "C10", "method": m, "seed": s, "n": n, "objective": v.mean(),
+             "gap_pct": 100 * (v.mean() / (0.8 * base[n].mean()) - 1)} for (_, m, s, n), v in objectives.items()]
+    rows += [{"problem": "cvrp", "setting": "C10", "method": "reference", "seed": -1, "n": n,
+              "objective": 0.8 * base[n].mean(), "gap_pct": 0.0} for n in (20, 40)]
+    results = pd.DataFrame(rows)
+    paired = comparison.paired_comparison(objectives, "eie")
+    [sentence] = comparison.verdict_sentences("cvrp", results, paired)
+    assert sentence.startswith("CVRP C10, trained at N = 20, tested at n = 40 (2×N): EIE without retraining is ")
+    means = results[results.n == 40].groupby("method").objective.mean()
+    assert f"{100 * (1 - means.eie / means.inv_sqrt_d):.2f} % better than the 1/sqrt(d) model" in sentence
+    assert "paired over 40 instances" in sentence and ": significant)" in sentence
+    assert "Best at n = 40: EIE" in sentence and "Gap to HGS at n = 40 (% worse): EIE +12.5, 1/sqrt(d) +25.0." in sentence
+    level = comparison.paired_comparison({k: v for k, v in objectives.items() if k[3] == 20}, "eie")
+    [tie] = comparison.verdict_sentences("cvrp", results[results.n == 20], level)
+    assert ": not significant)" in tie

@@ -91,6 +91,46 @@ def paired_comparison(objectives: dict, method: str = "eie", maximise: bool = Fa
     return frame
 
 
+def verdict_sentences(problem: str, results: pd.DataFrame, paired: pd.DataFrame, method: str = "eie",
+                      base: str = "inv_sqrt_d") -> list[str]:
+    """One plain sentence per setting, at the longest test length: does `method` (EIE, on the model
+    trained with `base`) beat `base` there, by how much (% of `base`'s mean objective, seeds
+    averaged) and with what paired significance (the row of `paired`, from `paired_comparison`, so
+    the Holm family is that table's); which method is best there; and each method's gap to the
+    reference solver. Every number is read from the arguments."""
+    from .methods import label
+
+    spec = make_problem(problem)
+    sentences = []
+    for setting in dict.fromkeys(results.setting):
+        part = results[(results.setting == setting) & (results.method != "reference")]
+        n_train, n = int(part.n.min()), int(part.n.max())
+        at_n = part[part.n == n].groupby("method", sort=False).agg(objective=("objective", "mean"),
+                                                                   gap=("gap_pct", "mean"))
+        name = f"{spec.name.upper()}{' ' + setting if setting else ''}"
+        head = f"{name}, trained at N = {n_train}, tested at n = {n} ({n // n_train}×N): "
+        row = paired[(paired.setting == setting) & (paired.n == n) & (paired.other == base)]
+        if method in at_n.index and base in at_n.index and len(row) == 1:
+            row = row.iloc[0]
+            change = 100 * (at_n.objective[method] / at_n.objective[base] - 1)
+            better = change > 0 if spec.maximise else change < 0
+            head += (f"{label(method)} without retraining is {abs(change):.2f} % {'better' if better else 'worse'} "
+                     f"than the {label(base)} model ({spec.objective_name} {at_n.objective[method]:.4g} against "
+                     f"{at_n.objective[base]:.4g}; paired over {int(row.instances)} instances, difference "
+                     f"{row['diff']:+.3g} [{row.ci_low:+.3g}, {row.ci_high:+.3g}], Holm-adjusted Wilcoxon "
+                     f"p = {row.p_holm:.2g}: {'significant' if row.verdict != 'n.s.' else 'not significant'}). ")
+        else:
+            head += f"{label(method)} or {label(base)} was not evaluated here. "
+        best = at_n.objective.idxmax() if spec.maximise else at_n.objective.idxmin()
+        head += f"Best at n = {n}: {label(best)} ({at_n.objective[best]:.4g}). "
+        if at_n.gap.notna().any():
+            gaps = at_n.gap.dropna().sort_values()
+            head += (f"Gap to {spec.reference_name} at n = {n} (% worse): "
+                     + ", ".join(f"{label(m)} {g:+.1f}" for m, g in gaps.items()) + ".")
+        sentences.append(head)
+    return sentences
+
+
 def compare_runs(first, second, problem: str, methods=None, alpha: float = 0.05) -> pd.DataFrame:
     """The same methods in two runs of one training notebook (say, two training recipes), instance by
     instance on the same test sets: for each setting, method and n, the mean objective and mean gap
