@@ -72,3 +72,33 @@ def test_a_rerun_reads_every_finished_piece_and_recomputes_what_changed(tmp_path
     assert len(computed) == 4  # 2 methods x n = 6, 12
     with pytest.raises(AssertionError, match="computed again"):
         _evaluate(models, store, test_seed=99)  # another test set: its reference is computed again
+
+
+def test_the_model_and_problem_settings_are_part_of_a_pieces_key(tmp_path, monkeypatch):
+    """Settings that leave the weights alone but change what a method computes: the attention's
+    sites and n mode (a test-time rule sees other n), and the problem's options."""
+    torch.manual_seed(0)
+    models = {("inv_sqrt_d", 0): build_model(TrainConfig(n_train=6), "cpu")}
+    store = EvaluationStore(tmp_path)
+    _evaluate(models, store)
+    computed = []
+    real_greedy = study.greedy_costs
+    monkeypatch.setattr(study, "greedy_costs", lambda *a, **k: computed.append(1) or real_greedy(*a, **k))
+    models[("inv_sqrt_d", 0)].attention.n_mode = "unmasked"
+    unmasked, _, _ = _evaluate(models, store)
+    assert len(computed) == 4  # 2 methods x n = 6, 12
+    models[("inv_sqrt_d", 0)].attention.sites = ("encoder",)
+    _evaluate(models, store)
+    assert len(computed) == 8
+    models[("inv_sqrt_d", 0)].attention.n_mode, models[("inv_sqrt_d", 0)].attention.sites = "instance", ("encoder", "glimpse")
+    _evaluate(models, store)
+    assert len(computed) == 8  # back to the first settings: read back
+
+    torch.manual_seed(0)
+    plain = build_model(TrainConfig(problem="cvrp", n_train=6), "cpu")
+    depot = build_model(TrainConfig(problem="cvrp", n_train=6, problem_options={"size_counts_depot": True}), "cpu")
+    depot.load_state_dict(plain.state_dict())
+    _evaluate({("inv_sqrt_d", 0): plain}, store)
+    before = len(computed)
+    _evaluate({("inv_sqrt_d", 0): depot}, store)
+    assert len(computed) == before + 4  # same weights, other problem options: computed again

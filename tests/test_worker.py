@@ -8,7 +8,7 @@ from eie.files import exclusive
 
 
 def test_worker_trains_what_the_notebook_would(tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
+    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
     preset = tmp_path / "tiny.yaml"
     preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"],
                                       "epochs": 1, "steps_per_epoch": 2, "batch_size": 8, "baseline_eval_size": 8,
@@ -26,7 +26,7 @@ def test_worker_trains_what_the_notebook_would(tmp_path, monkeypatch):
 
 
 def test_a_busy_model_is_left_to_its_worker(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
+    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
     preset = tmp_path / "tiny.yaml"
     preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0, 1],
                                       "rules": ["inv_sqrt_d"], "epochs": 1, "steps_per_epoch": 1, "batch_size": 4,
@@ -49,12 +49,14 @@ def test_a_busy_model_is_left_to_its_worker(tmp_path, monkeypatch, capsys):
 
 
 def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(study, "results_dir", lambda run="default": tmp_path / run)
+    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
     preset = tmp_path / "tiny.yaml"
     settings = {"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0, 1], "rules": ["inv_sqrt_d"], "epochs": 3,
                 "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4, "device": "cpu"}
     preset.write_text(yaml.safe_dump(settings))
     assert list(worker.training_status(preset, "03_train_tsp").state) == ["not started", "not started"]
+    worker.main([str(preset), "03_train_tsp", "--status"])
+    assert "0 of 2 models trained; hours left unknown" in capsys.readouterr().out
     (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False,
                        **{**setup["config"], "epochs": 2})  # seed 0 interrupted after 2 of 3 epochs

@@ -112,13 +112,16 @@ def verdict_sentences(problem: str, results: pd.DataFrame, paired: pd.DataFrame,
         row = paired[(paired.setting == setting) & (paired.n == n) & (paired.other == base)]
         if method in at_n.index and base in at_n.index and len(row) == 1:
             row = row.iloc[0]
-            change = 100 * (at_n.objective[method] / at_n.objective[base] - 1)
+            change = 100 * row["diff"] / abs(at_n.objective[base])  # the paired mean difference, unrounded
             better = change > 0 if spec.maximise else change < 0
-            head += (f"{label(method)} without retraining is {abs(change):.2f} % {'better' if better else 'worse'} "
-                     f"than the {label(base)} model ({spec.objective_name} {at_n.objective[method]:.4g} against "
+            relation = "as good as" if change == 0 else f"{abs(change):.2f} % {'better' if better else 'worse'} than"
+            head += (f"{label(method)} without retraining is {relation} the {label(base)} model "
+                     f"({spec.objective_name} {at_n.objective[method]:.4g} against "
                      f"{at_n.objective[base]:.4g}; paired over {int(row.instances)} instances, difference "
                      f"{row['diff']:+.3g} [{row.ci_low:+.3g}, {row.ci_high:+.3g}], Holm-adjusted Wilcoxon "
                      f"p = {row.p_holm:.2g}: {'significant' if row.verdict != 'n.s.' else 'not significant'}). ")
+        elif method in at_n.index and base in at_n.index:
+            head += f"{label(method)} and {label(base)} have no paired comparison at n = {n} in `paired`. "
         else:
             head += f"{label(method)} or {label(base)} was not evaluated here. "
         best = at_n.objective.idxmax() if spec.maximise else at_n.objective.idxmin()

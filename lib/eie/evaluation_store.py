@@ -3,10 +3,13 @@
 At the paper's scale (1024 instances up to n = 1600, six methods, three seeds) an evaluation takes
 hours on a CPU. `eie.study.evaluate` keeps each piece as it finishes: the per-instance objectives of
 one (method, seed, n), and the reference solver's objectives at one n. A piece is a small file
-named by a hash of everything that determines it: the model's weights, the method with its lambda
-at n and N, the test instances themselves, the reference solver's options, and the source of the
-modules that decode, solve and score (`DECODING_SOURCES`; an edit there makes every piece miss). A rerun
-reads a piece back instead of computing it; anything changed simply misses and is computed again.
+named by a hash of everything that determines it: for a method, the model's weights, its attention
+sites, n mode and precision, the problem's options, the method with its lambda at every n' <= n,
+the test instances themselves and the device type; for the reference, the instances and the
+solver's options; for both, the source of the modules that compute that kind of piece
+(`SOURCES`: an edit there makes those pieces miss, an edit elsewhere keeps them) and of the
+function that builds the pieces (`eie.study.evaluate`). A rerun reads a piece back instead of
+computing it; anything changed simply misses and is computed again.
 
 The pieces live in `results/<run>/checkpoints/evaluation/` (not committed, like the checkpoints). A
 piece that cannot be read is computed again, with a warning.
@@ -15,6 +18,7 @@ piece that cannot be read is computed again, with a warning.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import warnings
 from functools import lru_cache
@@ -25,22 +29,40 @@ import torch
 
 from .files import load_tensors, save_atomic
 
-PIECE_FORMAT = "eie-evaluation-piece/1"
+PIECE_FORMAT = "eie-evaluation-piece/2"
 _PACKAGE = Path(__file__).resolve().parent
-DECODING_SOURCES = ("model.py", "attention.py", "position_attention.py", "pointer_network.py", "evaluation.py",
-                    "methods.py", "scaling.py", "eie_net.py", "solvers.py", "problems", "study.py")
+# The modules whose source each kind of piece depends on (files and folders of the package).
+SOURCES = {
+    "method": ("model.py", "attention.py", "position_attention.py", "pointer_network.py", "evaluation.py",
+               "methods.py", "scaling.py", "eie_net.py", "problems"),
+    "reference": ("solvers.py", "problems"),
+}
 
 
-@lru_cache(maxsize=1)
-def decoding_source_hash() -> str:
-    """A hash of the source of the modules that decode solutions and compute reference costs."""
+@lru_cache(maxsize=None)
+def source_hash(kind: str) -> str:
+    """A hash of the source of the modules that compute pieces of `kind` (a key of `SOURCES`)."""
+    if kind not in SOURCES:
+        raise ValueError(f"unknown kind of evaluation piece {kind!r}; choose from {', '.join(SOURCES)}")
     digest = hashlib.sha256()
-    for name in DECODING_SOURCES:
+    for name in SOURCES[kind]:
         path = _PACKAGE / name
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             digest.update(file.relative_to(_PACKAGE).as_posix().encode())
             digest.update(file.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def function_fingerprint(function) -> str:
+    """A hash of one function's source (the code that turns computed costs into a piece)."""
+    return hashlib.sha256(inspect.getsource(function).encode()).hexdigest()[:16]
+
+
+def rule_fingerprint(rule, n: int) -> str:
+    """A hash of lambda(n') for n' = 1..n: what a rule gives at every length a decoding may ask for
+    (the n of the instance, or each shorter unmasked length)."""
+    values = np.broadcast_to(np.asarray(rule(np.arange(1, n + 1)), dtype=np.float64), (n,))
+    return hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()[:16]
 
 
 def tensors_fingerprint(tensors: dict) -> str:
@@ -59,14 +81,15 @@ def model_fingerprint(model: torch.nn.Module) -> str:
 
 
 class EvaluationStore:
-    """Finished evaluation pieces in `folder`, looked up by a key of plain values; `folder` None
-    keeps nothing (every lookup misses)."""
+    """Finished evaluation pieces in `folder`, looked up by a key of plain values (JSON); its
+    "kind" entry ("method" or "reference", the default) adds the source of that kind's modules
+    (`SOURCES`) to the key. `folder` None keeps nothing (every lookup misses)."""
 
     def __init__(self, folder: Path | str | None):
         self.folder = None if folder is None else Path(folder)
 
     def _path(self, key: dict) -> Path:
-        text = json.dumps({**key, "source": decoding_source_hash()}, sort_keys=True)
+        text = json.dumps({**key, "source": source_hash(key.get("kind", "reference"))}, sort_keys=True)
         return self.folder / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.pt"
 
     def get(self, key: dict) -> np.ndarray | None:

@@ -52,7 +52,9 @@ def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_win
             expected = (ran,) if ran < epochs else (None, epochs)  # stopped where the rule first held, or ran all
             _require(first_plateau in expected,
                      f"training log of {rule}, seed {seed}: {ran} of {epochs} epochs, but the plateau rule "
-                     f"(window {plateau_window}) first holds at epoch {first_plateau}")
+                     f"(window {plateau_window}, tolerance {plateau_tolerance}) first holds at epoch {first_plateau}; "
+                     "were plateau_window or plateau_tolerance changed while the model trained? (a resumed run "
+                     "keeps training under the new values)")
             stopped += ran < epochs
     costs = log[["train_cost", "baseline_cost", "eval_cost"]].to_numpy(dtype=float)
     _require(bool(np.isfinite(costs).all()), "training log: a cost is not finite (the run diverged)")

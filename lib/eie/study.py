@@ -18,7 +18,8 @@ from tqdm import tqdm
 from . import methods as registry
 from . import scaling
 from .eie_net import fit_eie, load_eie_net, save_eie_net
-from .evaluation_store import EvaluationStore, model_fingerprint, tensors_fingerprint
+from .evaluation_store import EvaluationStore, function_fingerprint, model_fingerprint, rule_fingerprint, \
+    tensors_fingerprint
 from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
 from .methods import BoundMethod
 from .problems import problem_trained_by, training_notebooks
@@ -209,14 +210,18 @@ def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int,
     bar = tqdm(total=len(lengths) * (1 + len(seeds) * len(methods)), desc=f"evaluate {problem.name}",
                disable=not progress, mininterval=1.0)
     store = store or EvaluationStore(None)
-    fingerprints = {key: model_fingerprint(model) for key, model in models.items()}
+    models_key = {key: {"weights": model_fingerprint(model), "sites": list(model.attention.sites),
+                        "n_mode": model.attention.n_mode, "precision": model.encoder_precision}
+                  for key, model in models.items()}
+    code = function_fingerprint(evaluate)
     for n in lengths:
         instances = fixed_test_set(problem, n, test_size, test_seed, device)
         k = min(reference_size, test_size)
-        piece = {"problem": problem.name, "setting": setting, "n": n, "test_size": test_size, "test_seed": test_seed,
-                 "instances": tensors_fingerprint(instances)}
+        piece = {"problem": problem.name, "options": {name: repr(value) for name, value in vars(problem).items()},
+                 "setting": setting, "n": n, "test_size": test_size, "test_seed": test_seed,
+                 "instances": tensors_fingerprint(instances), "code": code}
         reference = store.get_or_compute(
-            {**piece, "reference_size": k, "reference_options": reference_options or {}},
+            {**piece, "kind": "reference", "reference_size": k, "reference_options": reference_options or {}},
             lambda: sign * problem.reference_costs({key: v[:k] for key, v in instances.items()},
                                                    **(reference_options or {})) if k > 0 else np.array([]))
         references[n] = reference
@@ -225,8 +230,9 @@ def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int,
             for method in methods:
                 model_key = (method.model_key, seed)
                 objective = store.get_or_compute(
-                    {**piece, "method": method.key, "model": fingerprints[model_key], "N": method.N,
-                     "lambda_n": float(method.rule(n))},
+                    {**piece, "kind": "method", "method": method.key, "model": models_key[model_key], "N": method.N,
+                     "lambda_n": float(method.rule(n)), "lambdas": rule_fingerprint(method.rule, n),
+                     "device": device.type},
                     lambda: sign * greedy_costs(models[model_key].to(device), instances, method,
                                                 chunk=chunk).cpu().numpy())
                 per_instance[(setting, method.key, seed, n)] = objective

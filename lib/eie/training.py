@@ -162,7 +162,8 @@ class TrainResult:
 
 def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "auto",
           progress: bool = True) -> TrainResult:
-    """Train (or resume) one model; checkpoint and log live in `run_dir` under `name`.
+    """Train (or resume) one model; checkpoint and log live in `run_dir` under `name`. The returned
+    model is in eval mode and runs in float32 whatever `config.precision` trained it in.
 
     Gradients are on inside whatever grad mode the caller is in. While it runs the checkpoint is
     locked: a second process training the same model into the same folder is refused (`FileBusy`).
@@ -249,6 +250,7 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
                      "log": rows}, checkpoint)
         pd.DataFrame(rows).to_csv(log_path, index=False)
     model.eval()
+    model.encoder_precision = "float32"  # the trained policy is evaluated in full precision, as `load_trained` gives it
     return TrainResult(model, pd.DataFrame(rows), checkpoint)
 
 

@@ -90,14 +90,18 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     `recent` epochs; and `hours_left`, its remaining epochs at that pace (at most: the plateau rule
     may stop it earlier; for a model not started, the pace of the others)."""
     params = preset_parameters(preset, notebook)
-    folder = study.results_dir(params["run"]) / "checkpoints"
+    try:
+        folder = study.results_dir(params["run"], create=False) / "checkpoints"
+    except FileNotFoundError:  # nothing of this run yet (and asking must not create its folder)
+        folder = None
     rows = []
     for setup in study.training_setups(notebook, params):
         for seed in params["seeds"]:
             for rule in params["rules"]:
                 name = study.model_name(setup["config"]["problem"], rule, params["n_train"], seed, setup["tag"])
-                log_path = folder / f"{name}_log.csv"
-                log = pd.read_csv(log_path) if log_path.is_file() else pd.DataFrame(columns=["eval_cost", "seconds"])
+                log_path = None if folder is None else folder / f"{name}_log.csv"
+                started = log_path is not None and log_path.is_file()
+                log = pd.read_csv(log_path) if started else pd.DataFrame(columns=["eval_cost", "seconds"])
                 done, epochs = len(log), params["epochs"]
                 stopped = plateau_reached(list(log.eval_cost), params["plateau_window"], params["plateau_tolerance"])
                 state = ("finished" if done >= epochs else "plateau" if stopped else
@@ -115,9 +119,13 @@ def print_status(preset, notebook: str) -> None:
     status = training_status(preset, notebook)
     with pd.option_context("display.width", 160, "display.max_rows", None):
         print(status.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"{(status.state.isin(['finished', 'plateau'])).sum()} of {len(status)} models trained; "
-          f"at most {status.hours_left.sum():.1f} h of training left at the recent pace "
-          "(one worker per model at a time; pace measured with whatever else ran beside it)")
+    trained = status.state.isin(["finished", "plateau"]).sum()
+    if status.hours_left.isna().any():
+        left = "hours left unknown until a model has run an epoch (no pace measured yet)"
+    else:
+        left = (f"at most {status.hours_left.sum():.1f} h of training left at the recent pace (one worker per "
+                "model at a time; pace measured with whatever else ran beside it)")
+    print(f"{trained} of {len(status)} models trained; {left}")
 
 
 def main(argv=None) -> None:
