@@ -123,8 +123,9 @@ def print_status(preset, notebook: str) -> None:
     if status.hours_left.isna().any():
         left = "hours left unknown until a model has run an epoch (no pace measured yet)"
     else:
-        left = (f"at most {status.hours_left.sum():.1f} h of training left at the recent pace (one worker per "
-                "model at a time; pace measured with whatever else ran beside it)")
+        left = (f"at most {status.hours_left.sum():.1f} h of training left, summed over the models at their recent "
+                "pace (pace measured with whatever else ran beside it; k workers side by side share the sum, "
+                "so two at one thread each take about half of it)")
     print(f"{trained} of {len(status)} models trained; {left}")
 
 
