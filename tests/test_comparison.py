@@ -122,6 +122,12 @@ def test_verdict_sentence_reads_its_numbers_from_the_tables():
     assert f"{100 * (1 - means.eie / means.inv_sqrt_d):.2f} % better than the 1/sqrt(d) model" in sentence
     assert "paired over 40 instances" in sentence and ": significant)" in sentence
     assert "Best at n = 40: EIE" in sentence and "Gap to HGS at n = 40 (% worse): EIE +12.5, 1/sqrt(d) +25.0." in sentence
+    per_seed = results[results.n == 40].pivot_table(index="seed", columns="method", values="objective")
+    changes = 100 * (per_seed.eie - per_seed.inv_sqrt_d) / per_seed.inv_sqrt_d
+    assert (f"Per seed (0, 1): {changes[0]:+.2f}, {changes[1]:+.2f} % of the 1/sqrt(d) model's objective; "
+            "EIE better on 2, worse on 0 of 2 seeds.") in sentence
+    one_seed = comparison.verdict_sentences("cvrp", results[results.seed != 1], paired)[0]
+    assert "Per seed" not in one_seed
     level = comparison.paired_comparison({k: v for k, v in objectives.items() if k[3] == 20}, "eie")
     [tie] = comparison.verdict_sentences("cvrp", results[results.n == 20], level)
     assert ": not significant)" in tie

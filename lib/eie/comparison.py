@@ -120,6 +120,7 @@ def verdict_sentences(problem: str, results: pd.DataFrame, paired: pd.DataFrame,
                      f"{at_n.objective[base]:.4g}; paired over {int(row.instances)} instances, difference "
                      f"{row['diff']:+.3g} [{row.ci_low:+.3g}, {row.ci_high:+.3g}], Holm-adjusted Wilcoxon "
                      f"p = {row.p_holm:.2g}: {'significant' if row.verdict != 'n.s.' else 'not significant'}). ")
+            head += _per_seed_clause(part[part.n == n], method, base, spec.maximise)
         elif method in at_n.index and base in at_n.index:
             head += f"{label(method)} and {label(base)} have no paired comparison at n = {n} in `paired`. "
         else:
@@ -132,6 +133,24 @@ def verdict_sentences(problem: str, results: pd.DataFrame, paired: pd.DataFrame,
                      + ", ".join(f"{label(m)} {g:+.1f}" for m, g in gaps.items()) + ".")
         sentences.append(head)
     return sentences
+
+
+def _per_seed_clause(at_n: pd.DataFrame, method: str, base: str, maximise: bool) -> str:
+    """'Per seed: ...' — `method` against `base` on each seed's own model (% of that seed's `base`
+    objective) and how many seeds agree in sign; '' with fewer than two seeds that have both."""
+    from .methods import label
+
+    by_seed = at_n.pivot_table(index="seed", columns="method", values="objective")
+    if method not in by_seed or base not in by_seed:
+        return ""
+    change = (100 * (by_seed[method] - by_seed[base]) / by_seed[base].abs()).dropna()
+    if len(change) < 2:
+        return ""
+    better = int((change > 0).sum() if maximise else (change < 0).sum())
+    worse = int((change < 0).sum() if maximise else (change > 0).sum())
+    return (f"Per seed ({', '.join(f'{int(seed)}' for seed in change.index)}): "
+            f"{', '.join(f'{value:+.2f}' for value in change)} % of the {label(base)} model's objective; "
+            f"{label(method)} better on {better}, worse on {worse} of {len(change)} seeds. ")
 
 
 def compare_runs(first, second, problem: str, methods=None, alpha: float = 0.05) -> pd.DataFrame:
