@@ -250,7 +250,8 @@ def problem_tables(problem: str, results: pd.DataFrame, objectives: dict, source
     labelled = lambda frame: frame.rename(index=methods.label)  # noqa: E731
     seeds = sorted(results.seed[results.seed >= 0].unique())
     instances = len(next(iter(objectives.values())))
-    lines = [f"## Table {number}: {problem}, {spec.objective_name} ({source + ', ' if source else ''}{len(seeds)} seed{'s' if len(seeds) != 1 else ''}, "
+    seed_count = f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}"
+    lines = [f"## Table {number}: {problem}, {spec.objective_name} ({source + ', ' if source else ''}{seed_count}, "
              f"{instances} test instances per n)"]
     for setting in dict.fromkeys(results.setting):
         part = results[results.setting == setting]
