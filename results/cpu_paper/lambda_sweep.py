@@ -6,7 +6,8 @@ log_N(n)/sqrt(d) (ln n / ln N) use at the same n. A diagnostic for why EIE loses
 N = 100 (README.md): if the best f lies well below EIE's, EIE sharpens the attention further than
 the trained model can use.
 Run from the repository root: .venv/bin/python results/cpu_paper/lambda_sweep.py [--instances 256]
-Writes results/cpu_paper/lambda_sweep.csv and figures/cpu_paper_lambda_sweep.png.
+Writes results/cpu_paper/lambda_sweep.csv and figures/cpu_paper_lambda_sweep.png (`--plot-only`:
+redraw the figure from the csv).
 """
 
 import argparse
@@ -20,6 +21,7 @@ from tqdm import tqdm
 
 from eie import plotting, study
 from eie.evaluation import fixed_test_set, greedy_costs
+from eie.methods import label
 from eie.scaling import ScalingRule
 
 D, N, N_MAX = 16, 100, 1600  # N_MAX: the run's n_max, which the EIE net and the lambda* table were fitted to
@@ -27,49 +29,64 @@ D, N, N_MAX = 16, 100, 1600  # N_MAX: the run's n_max, which the EIE net and the
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--instances", type=int, default=256)
 parser.add_argument("--lengths", type=int, nargs="+", default=[400, 800])
+parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the existing csv")
 parser.add_argument("--factors", type=float, nargs="+", default=[0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0])
 args = parser.parse_args()
 if args.instances < 2 or any(not N < n <= N_MAX for n in args.lengths) or any(f <= 0 for f in args.factors):
     parser.error(f"need --instances >= 2, every length in ({N}, {N_MAX}] and every factor > 0")
 
-torch.set_grad_enabled(False)
-model = study.load_policies(["tsp_inv_sqrt_d_n100_seed0"], run="cpu_paper")["tsp_inv_sqrt_d_n100_seed0"]
-net, table = study.ensure_scales(D, N, N_MAX, run="cpu_paper")  # the run's own, as in Table 2
-plain, eie, log_n = study.bind_methods(["inv_sqrt_d", "eie", "log_N"], D, N, net, table)
+CSV = "results/cpu_paper/lambda_sweep.csv"
 
 
-def constant_factor(f: float):
-    """1/sqrt(d) times f at every n, bound like the plain model's method."""
-    rule = ScalingRule(f"x{f:g}", D, lambda n, f=f: plain.rule(n) * f)
-    return dataclasses.replace(plain, rule=rule)
+def sweep() -> pd.DataFrame:
+    """The tour lengths of every factor and of EIE and log_N at every length, as a table."""
+    torch.set_grad_enabled(False)
+    model = study.load_policies(["tsp_inv_sqrt_d_n100_seed0"], run="cpu_paper")["tsp_inv_sqrt_d_n100_seed0"]
+    net, table = study.ensure_scales(D, N, N_MAX, run="cpu_paper")  # the run's own, as in Table 2
+    plain, eie, log_n = study.bind_methods(["inv_sqrt_d", "eie", "log_N"], D, N, net, table)
+
+    def constant_factor(f: float):
+        """1/sqrt(d) times f at every n, bound like the plain model's method."""
+        rule = ScalingRule(f"x{f:g}", D, lambda n, f=f: plain.rule(n) * f)
+        return dataclasses.replace(plain, rule=rule)
+
+    rows = []
+    with tqdm(total=len(args.lengths) * (len(args.factors) + 2), desc="lambda sweep") as bar:
+        for n in args.lengths:
+            instances = fixed_test_set(model.problem, n, args.instances, seed=1234)  # the notebooks' test_seed
+            runs = [(f"f = {f:g}", f, constant_factor(f)) for f in args.factors]
+            runs += [(method.key, float(method.rule(n)) * math.sqrt(D), method) for method in (eie, log_n)]
+            for name, factor, method in runs:
+                costs = greedy_costs(model, instances, method, chunk=64)
+                rows.append({"n": n, "method": name, "factor": factor, "instances": args.instances,
+                             "tour_length": float(costs.mean()),
+                             "sem": float(costs.std() / math.sqrt(args.instances))})
+                bar.update()
+    frame = pd.DataFrame(rows)
+    plain_length = frame[frame.method == "f = 1"].set_index("n").tour_length
+    frame["vs_inv_sqrt_d_pct"] = 100 * (frame.tour_length / frame.n.map(plain_length) - 1)
+    frame.to_csv(CSV, index=False, float_format="%.4f")
+    return frame
 
 
-rows = []
-with tqdm(total=len(args.lengths) * (len(args.factors) + 2), desc="lambda sweep") as bar:
-    for n in args.lengths:
-        instances = fixed_test_set(model.problem, n, args.instances, seed=1234)  # the notebooks' test_seed
-        runs = [(f"f = {f:g}", f, constant_factor(f)) for f in args.factors]
-        runs += [(method.key, float(method.rule(n)) * math.sqrt(D), method) for method in (eie, log_n)]
-        for name, factor, method in runs:
-            costs = greedy_costs(model, instances, method, chunk=64)
-            rows.append({"n": n, "method": name, "factor": factor, "instances": args.instances,
-                         "tour_length": float(costs.mean()),
-                         "sem": float(costs.std() / math.sqrt(args.instances))})
-            bar.update()
-frame = pd.DataFrame(rows)
-plain_length = frame[frame.method == "f = 1"].set_index("n").tour_length
-frame["vs_inv_sqrt_d_pct"] = 100 * (frame.tour_length / frame.n.map(plain_length) - 1)
-frame.to_csv("results/cpu_paper/lambda_sweep.csv", index=False, float_format="%.4f")
+if args.plot_only:
+    try:
+        frame = pd.read_csv(CSV)
+    except FileNotFoundError:
+        parser.error(f"--plot-only needs {CSV}: run the sweep without it first")
+else:
+    frame = sweep()
 print(frame.round(3).to_string(index=False))
 
 plotting.apply_style()
-fig, axes = plt.subplots(1, len(args.lengths), figsize=(4.5 * len(args.lengths), 3.6), squeeze=False)
+lengths = sorted(frame.n.unique())
+fig, axes = plt.subplots(1, len(lengths), figsize=(4.5 * len(lengths), 3.6), squeeze=False)
 for ax, (n, part) in zip(axes[0], frame.groupby("n")):
-    sweep = part[part.method.str.startswith("f = ")]
-    ax.plot(sweep.factor, sweep.vs_inv_sqrt_d_pct, "o-", color="0.3", label="constant f / sqrt(d)")
+    constant = part[part.method.str.startswith("f = ")]
+    ax.plot(constant.factor, constant.vs_inv_sqrt_d_pct, "o-", color="0.3", label="constant f / sqrt(d)")
     for key in ("eie", "log_N"):
         row = part[part.method == key].iloc[0]
-        ax.plot(row.factor, row.vs_inv_sqrt_d_pct, "D", markersize=8, label=f"{key} (f = {row.factor:.2f})",
+        ax.plot(row.factor, row.vs_inv_sqrt_d_pct, "D", markersize=8, label=f"{label(key)} (f = {row.factor:.2f})",
                 color=plotting.rule_kwargs(key).get("color"))
     ax.axhline(0, color="0.6", lw=0.8)
     ax.set(title=f"n = {n} (model trained at N = {N})", xlabel="f: lambda = f / sqrt(d) at every site",
