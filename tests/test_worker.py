@@ -1,5 +1,6 @@
 """A preset trains the same models from a background worker as from its notebook."""
 
+import pytest
 import torch
 import yaml
 
@@ -74,3 +75,20 @@ def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
     worker.run_worker(preset, "03_train_tsp")
     status = worker.training_status(preset, "03_train_tsp")
     assert list(status.state) == ["plateau", "plateau"] and (status.done < 50).all() and status.hours_left.sum() == 0
+
+
+def test_several_notebooks_are_checked_before_any_training(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
+    preset = tmp_path / "two.yaml"
+    settings = {"run": "two", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"], "epochs": 1,
+                "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4, "device": "cpu",
+                "per_notebook": {"04_train_cvrp": {"capacities": [0]}}}  # no vehicle has capacity 0
+    preset.write_text(yaml.safe_dump(settings))
+    with pytest.raises(ValueError, match="capacities"):
+        worker.main([str(preset), "03_train_tsp", "04_train_cvrp"])
+    assert not (tmp_path / "two").exists()  # the TSP models were not trained first
+    worker.main([str(preset), "03_train_tsp", "05_train_bpp", "--status"])
+    out = capsys.readouterr().out
+    assert "== 03_train_tsp" in out and "== 05_train_bpp" in out and out.count("0 of 1 models trained") == 2
+    with pytest.raises(SystemExit):
+        worker.main([str(preset), "03_train_tsp", "--threads", "0"])

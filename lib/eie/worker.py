@@ -1,6 +1,7 @@
 """Train the models of a preset in background processes, the way its notebook would.
 
     python -m eie.worker presets/NAME.yaml 03_train_tsp [--threads 1]
+    python -m eie.worker presets/NAME.yaml 03_train_tsp 04_train_cvrp   (one after the other)
     python -m eie.worker presets/NAME.yaml 03_train_tsp --status     (where its training stands)
 
 A worker reads the notebook's own defaults (its `parameters` cell), applies the preset file (and
@@ -132,14 +133,25 @@ def print_status(preset, notebook: str) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("preset", help="a preset YAML file, e.g. presets/paper.yaml")
-    parser.add_argument("notebook", choices=training_notebooks())
+    parser.add_argument("notebooks", nargs="+", choices=training_notebooks(), metavar="notebook",
+                        help=f"one or more of {', '.join(training_notebooks())}, trained in this order")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of this worker (default 1)")
     parser.add_argument("--status", action="store_true", help="print where the preset's training stands; train nothing")
     args = parser.parse_args(argv)
+    if args.threads < 1:
+        parser.error(f"--threads must be at least 1, not {args.threads}")
     if args.status:
-        return print_status(args.preset, args.notebook)
+        for notebook in args.notebooks:
+            if len(args.notebooks) > 1:
+                print(f"== {notebook}")
+            print_status(args.preset, notebook)
+        return None
+    for notebook in args.notebooks:  # every notebook's parameters checked before hours of training start
+        preset_parameters(args.preset, notebook)
     torch.set_num_threads(args.threads)
-    run_worker(args.preset, args.notebook)
+    for notebook in args.notebooks:
+        run_worker(args.preset, notebook)
+    return None
 
 
 if __name__ == "__main__":
