@@ -19,12 +19,14 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from eie import plotting, study
+from eie import plotting, study, worker
 from eie.evaluation import fixed_test_set, greedy_costs
 from eie.methods import label
 from eie.scaling import ScalingRule
 
-D, N, N_MAX = 16, 100, 1600  # N_MAX: the run's n_max, which the EIE net and the lambda* table were fitted to
+PRESET = worker.preset_parameters("presets/cpu_paper.yaml", "03_train_tsp")
+N, N_MAX = PRESET["n_train"], PRESET["n_max"]  # the EIE net and the lambda* table are fitted to [N, N_MAX]
+MODEL = f"tsp_inv_sqrt_d_n{N}_seed0"
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--instances", type=int, default=256)
@@ -41,13 +43,14 @@ CSV = "results/cpu_paper/lambda_sweep.csv"
 def sweep() -> pd.DataFrame:
     """The tour lengths of every factor and of EIE and log_N at every length, as a table."""
     torch.set_grad_enabled(False)
-    model = study.load_policies(["tsp_inv_sqrt_d_n100_seed0"], run="cpu_paper")["tsp_inv_sqrt_d_n100_seed0"]
-    net, table = study.ensure_scales(D, N, N_MAX, run="cpu_paper")  # the run's own, as in Table 2
-    plain, eie, log_n = study.bind_methods(["inv_sqrt_d", "eie", "log_N"], D, N, net, table)
+    model = study.load_policies([MODEL], run=PRESET["run"])[MODEL]
+    d = model.config.head_dim
+    net, table = study.ensure_scales(d, N, N_MAX, run=PRESET["run"])  # the run's own, as in Table 2
+    plain, eie, log_n = study.bind_methods(["inv_sqrt_d", "eie", "log_N"], d, N, net, table)
 
     def constant_factor(f: float):
         """1/sqrt(d) times f at every n, bound like the plain model's method."""
-        rule = ScalingRule(f"x{f:g}", D, lambda n, f=f: plain.rule(n) * f)
+        rule = ScalingRule(f"x{f:g}", d, lambda n, f=f: plain.rule(n) * f)
         return dataclasses.replace(plain, rule=rule)
 
     rows = []
@@ -55,7 +58,7 @@ def sweep() -> pd.DataFrame:
         for n in args.lengths:
             instances = fixed_test_set(model.problem, n, args.instances, seed=1234)  # the notebooks' test_seed
             runs = [(f"f = {f:g}", f, constant_factor(f)) for f in args.factors]
-            runs += [(method.key, float(method.rule(n)) * math.sqrt(D), method) for method in (eie, log_n)]
+            runs += [(method.key, float(method.rule(n)) * math.sqrt(d), method) for method in (eie, log_n)]
             for name, factor, method in runs:
                 costs = greedy_costs(model, instances, method, chunk=64)
                 rows.append({"n": n, "method": name, "factor": factor, "instances": args.instances,
