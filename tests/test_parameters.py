@@ -72,6 +72,8 @@ def test_the_suggested_learning_rate_override_works():
     ("04_train_cvrp", {"lr_by_capacity": {"10": "fast"}}, r"lr_by_capacity = .* is invalid \(entry '10'"),
     ("06_extrapolation_tables", {"alpha": 2}, r"alpha = 2 is invalid"),
     ("07_appendix", {"rules": ["ln_d"]}, r"rules must include 'inv_sqrt_d'"),
+    ("08_rivals", {"seeds_by_rule": {"ln_d": [0]}}, r"seeds_by_rule names 'ln_d', which rules does not include"),
+    ("08_rivals", {"seeds_by_rule": {"rope": []}}, r"seeds_by_rule = .* is invalid \(entry 'rope': \[\]: empty\)"),
     ("07_appendix", {"rules": ["inv_sqrt_d", "dist_bias"]}, r"rules = \['inv_sqrt_d', 'dist_bias'\] is invalid"),
 ])
 def test_bad_values_are_named_with_a_valid_example(notebook, parameters, match):

@@ -191,6 +191,21 @@ def test_tsplib_evaluation_checks_and_scores_every_tour():
     assert list(by_band.columns) == ["n <= 200", "all"] and per_instance.shape == (len(instances), 2)
 
 
+def test_tsplib_and_the_rescaling_sweep_run_each_model_on_its_own_seeds():
+    torch.manual_seed(0)
+    models = {(rule, seed): build_model(TrainConfig(rule=rule, n_train=10, seed=seed)).eval()
+              for rule, seed in [("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("ln_d", 1)]}
+    instances = tsplib.load_tsplib(max_n=52)
+    bound = study.bind_methods(["inv_sqrt_d", "ln_d", "log_N"], 16, 10)
+    results = tsplib.evaluate_tsplib(models, bound, instances, progress=False)
+    assert results.groupby("method").seed.agg(lambda s: sorted(set(s))).to_dict() == \
+        {"inv_sqrt_d": [0, 1], "ln_d": [1], "log_N": [0, 1]}
+    assert len(results) == 5 * len(instances)
+    sweep = rivals.rescaling_sweep(models, ["inv_sqrt_d", "ln_d"], [1.0, 2.0], 10, 20, 4, progress=False)
+    assert sorted(set(zip(sweep.model, sweep.seed))) == [("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("ln_d", 1)]
+    assert len(sweep) == 3 * 2 * 2  # models x lengths x factors
+
+
 def test_tsplib_reader_names_what_is_wrong(tmp_path):
     with pytest.raises(FileNotFoundError, match="best_known.csv"):
         tsplib.load_tsplib(folder=tmp_path)

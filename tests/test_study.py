@@ -6,14 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eie import comparison, study
+from eie import comparison, run_checks, study
 from eie.evaluation import fixed_test_set
 from eie.problems import PROBLEMS, TSP
 
 
 def tiny_parameters(**overrides) -> dict:
     params = {"run": "tiny", "n_train": 6, "n_max": 12, "rules": ["inv_sqrt_d"], "training_free": ["log_N"],
-              "seeds": [0], "epochs": 1, "steps_per_epoch": 1, "batch_size": 4, "lr": 1e-4, "max_grad_norm": 1.0,
+              "seeds": [0], "seeds_by_rule": {}, "epochs": 1, "steps_per_epoch": 1, "batch_size": 4, "lr": 1e-4,
+              "max_grad_norm": 1.0,
               "baseline_eval_size": 4, "lr_decay_on_p": False, "precision": "float32",
               "plateau_window": 0, "plateau_tolerance": 0.001, "sites": ["encoder", "glimpse"], "n_mode": "instance",
               "test_size": 4, "test_seed": 1234, "reference_size": 2, "eval_chunk": 4, "device": "cpu",
@@ -91,3 +92,37 @@ def test_a_fourth_problem_needs_its_class_and_one_registry_line(results_in, monk
     open_length = OpenTour().cost(instances, tour)
     assert (open_length < TSP().cost(instances, tour)).all()
     assert np.allclose(per_instance[("", "inv_sqrt_d", 0, 6)], open_length.numpy())  # evaluated with its own cost
+
+
+def test_a_rule_may_have_fewer_seeds_than_the_others(results_in):
+    params = tiny_parameters(rules=["inv_sqrt_d", "ln_d"], seeds=[0, 1], seeds_by_rule={"ln_d": [1]},
+                             training_free=["log_N"])
+    assert study.seeds_by_rule(params) == {"inv_sqrt_d": [0, 1], "ln_d": [1]}
+    assert study.model_pairs(params["rules"], study.seeds_by_rule(params)) == \
+        [("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("ln_d", 1)]
+    assert study.model_pairs(["a", "b"], [1, 0]) == [("a", 1), ("b", 1), ("a", 0), ("b", 0)]  # as given
+
+    models, logs = study.train_problem("03_train_tsp", params)
+    assert set(models[""]) == {("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("ln_d", 1)}
+    assert "inv_sqrt_d x 2 seeds + ln_d x 1 seed x 1 epochs" in run_checks.check_training_log(
+        logs, params["rules"], study.seeds_by_rule(params), 1)
+    with pytest.raises(run_checks.RunCheckFailed, match="ln_d, seed 0"):  # a model the log does not have
+        run_checks.check_training_log(logs, params["rules"], [0, 1], 1)
+    with pytest.raises(run_checks.RunCheckFailed, match="not asked for"):
+        run_checks.check_training_log(logs, ["inv_sqrt_d"], [0, 1], 1)
+    assert (results_in / "tiny" / "models" / "tsp_ln_d_n6_seed1.pt").is_file()  # each rule's first seed exported
+
+    results, per_instance, references = study.evaluate_problem("03_train_tsp", params, models)
+    seeds = results[results.method != "reference"].groupby("method").seed.agg(lambda s: sorted(set(s)))
+    assert seeds.to_dict() == {"inv_sqrt_d": [0, 1], "log_N": [0, 1], "ln_d": [1]}
+    assert (results.method == "reference").sum() == 2  # once per n, not once per group of methods
+    assert set(per_instance) == {("", m, s, n) for m, s in [("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("log_N", 0),
+                                                            ("log_N", 1), ("ln_d", 1)] for n in (6, 12)}
+    assert "3 methods x 1-2 seeds" in run_checks.check_extrapolation(results, 6)
+    # the same pieces as one evaluation of the ln_d model alone
+    ln_d_only = {key: model for key, model in models[""].items() if key[0] == "ln_d"}
+    alone, _, _ = study.evaluate(ln_d_only, study.bind_methods(["ln_d"], 16, 6), 6, 12, test_size=4, reference_size=2,
+                                 device="cpu", progress=False)
+    assert np.allclose(alone[alone.method == "ln_d"].objective, results[results.method == "ln_d"].objective)
+    text = comparison.problem_tables("tsp", results, per_instance)
+    assert "1-2 seeds per method" in text

@@ -56,6 +56,10 @@ def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
                 "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4, "device": "cpu"}
     preset.write_text(yaml.safe_dump(settings))
     assert list(worker.training_status(preset, "03_train_tsp").state) == ["not started", "not started"]
+    preset.write_text(yaml.safe_dump({**settings, "rules": ["inv_sqrt_d", "ln_d"], "seeds_by_rule": {"ln_d": [1]}}))
+    assert list(worker.training_status(preset, "03_train_tsp").model) == \
+        ["tsp_inv_sqrt_d_n6_seed0", "tsp_inv_sqrt_d_n6_seed1", "tsp_ln_d_n6_seed1"]  # ln_d only with its own seed
+    preset.write_text(yaml.safe_dump(settings))
     worker.main([str(preset), "03_train_tsp", "--status"])
     assert "0 of 2 models trained; hours left unknown" in capsys.readouterr().out
     (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))

@@ -248,9 +248,9 @@ def problem_tables(problem: str, results: pd.DataFrame, objectives: dict, source
     spec = make_problem(problem)
     number = TABLE_NUMBER.get(problem, "-")
     labelled = lambda frame: frame.rename(index=methods.label)  # noqa: E731
-    seeds = sorted(results.seed[results.seed >= 0].unique())
+    fewest, most = results[results.seed >= 0].groupby("method").seed.nunique().agg(["min", "max"])
     instances = len(next(iter(objectives.values())))
-    seed_count = f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}"
+    seed_count = f"{most} seed{'s' if most != 1 else ''}" if fewest == most else f"{fewest}-{most} seeds per method"
     lines = [f"## Table {number}: {problem}, {spec.objective_name} ({source + ', ' if source else ''}{seed_count}, "
              f"{instances} test instances per n)"]
     for setting in dict.fromkeys(results.setting):

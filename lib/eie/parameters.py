@@ -184,7 +184,8 @@ TRAINING = {
     "n_train": integer(2, 20), "n_max": integer(3, 160),
     "rules": list_of(method_key(trained=True), ["inv_sqrt_d"], unique=True),
     "training_free": list_of(method_key(trained=False), ["eie"], nonempty=False, unique=True),
-    "seeds": SEEDS, "epochs": integer(1, 4), "steps_per_epoch": integer(1, 10), "batch_size": integer(1, 64),
+    "seeds": SEEDS, "seeds_by_rule": mapping(method_key(trained=True), SEEDS, {"ln_d": [0]}),
+    "epochs": integer(1, 4), "steps_per_epoch": integer(1, 10), "batch_size": integer(1, 64),
     "max_grad_norm": number(above=0, example=1.0), "baseline_eval_size": integer(2, 256),
     "lr_decay_on_p": flag(), "precision": one_of(*PRECISIONS),
     "plateau_window": integer(0, example=0), "plateau_tolerance": number(above=0, at_most=0.5, example=0.001),
@@ -274,6 +275,10 @@ def _across(notebook: str, values: dict) -> list[str]:
     if notebook == "08_rivals":
         if 1.0 not in values.get("rescale_factors", [1.0]):
             problems.append("rescale_factors must include 1.0 (the unscaled model the others are compared with)")
+    for key in values.get("seeds_by_rule", {}):
+        if "rules" in values and key not in values["rules"]:
+            problems.append(f"seeds_by_rule names {key!r}, which rules does not include: add {key!r} to rules or "
+                            f"drop its entry (the rules it does not name are trained with every seed of seeds)")
     for key in values.get("training_free", []):
         base = methods.get(key).applied_to
         if "rules" in values and base not in values["rules"]:

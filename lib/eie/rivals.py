@@ -30,18 +30,18 @@ def fixed_factor(model_key: str, factor: float, rule) -> BoundMethod:
 def rescaling_sweep(models: dict, model_keys, factors, n_train: int, n_max: int, test_size: int,
                     test_seed: int = 1234, chunk: int = 256, progress: bool = True) -> pd.DataFrame:
     """Mean greedy tour length (original coordinates) of each trained model `model_keys` (every seed
-    of `models`, {(key, seed): model}) with the coordinates times each factor, at each n = N * 2^k.
+    it has in `models`, {(key, seed): model}) with the coordinates times each factor, at each n = N * 2^k.
     Columns: model, seed, n, factor, objective."""
-    seeds = sorted({seed for _, seed in models})
+    seeds = {key: sorted(seed for model_key, seed in models if model_key == key) for key in model_keys}
     lengths = extrapolation_lengths(n_train, n_max)
     rows = []
-    bar = tqdm(total=len(lengths) * len(seeds) * len(model_keys) * len(factors), desc="rescaling sweep",
+    bar = tqdm(total=len(lengths) * sum(map(len, seeds.values())) * len(factors), desc="rescaling sweep",
                disable=not progress, mininterval=1.0)
     for n in lengths:
         some = next(iter(models.values()))
         instances = fixed_test_set(some.problem, n, test_size, test_seed)
         for key in model_keys:
-            for seed in seeds:
+            for seed in seeds[key]:
                 model = models[(key, seed)]
                 for factor in factors:
                     costs = greedy_costs(model, instances, fixed_factor(key, factor, model.attention.rule), chunk=chunk)

@@ -37,11 +37,13 @@ def _require(condition: bool, message: str) -> None:
 def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_window: int = 0,
                        plateau_tolerance: float = 0.001) -> str:
     """Assert the training log is complete and sane; return one line that says what was checked.
-    With the plateau rule on (`eie.training.plateau_reached`), a model may stop before `epochs`, but
-    only at the first epoch where the rule holds."""
+    `seeds`: every rule's seeds, or {rule: its seeds} (`study.seeds_by_rule`). With the plateau rule
+    on (`eie.training.plateau_reached`), a model may stop before `epochs`, but only at the first
+    epoch where the rule holds."""
+    per_rule = {rule: list(seeds[rule] if isinstance(seeds, dict) else seeds) for rule in rules}
     stopped = 0
     for rule in rules:
-        for seed in seeds:
+        for seed in per_rule[rule]:
             part = log[(log.rule == rule) & (log.seed == seed)]
             ran = len(part)
             _require(list(part.epoch) == list(range(1, ran + 1)) and (ran == epochs or 1 <= ran < epochs and plateau_window),
@@ -56,13 +58,17 @@ def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_win
                      "were plateau_window or plateau_tolerance changed while the model trained? (a resumed run "
                      "keeps training under the new values)")
             stopped += ran < epochs
+    extra = sorted(set(zip(log.rule, log.seed)) - {(rule, seed) for rule in rules for seed in per_rule[rule]})
+    _require(not extra, f"training log: models {extra} were not asked for (rules {list(rules)}, seeds {per_rule})")
     costs = log[["train_cost", "baseline_cost", "eval_cost"]].to_numpy(dtype=float)
     _require(bool(np.isfinite(costs).all()), "training log: a cost is not finite (the run diverged)")
     _require(bool(log.p_value.between(0, 1).all()), "training log: a p-value lies outside [0, 1]")
+    counts = {len(s) for s in per_rule.values()}
+    models = (f"{len(rules)} rules x {counts.pop()} seeds" if len(counts) == 1 else
+              " + ".join(f"{rule} x {len(per_rule[rule])} seed{'s' if len(per_rule[rule]) != 1 else ''}" for rule in rules))
     if not plateau_window:
-        return (f"training log: {len(rules)} rules x {len(seeds)} seeds x {epochs} epochs, every cost finite, "
-                "every p-value in [0, 1]")
-    return (f"training log: {len(rules)} rules x {len(seeds)} seeds, each until its held-out cost stopped improving "
+        return f"training log: {models} x {epochs} epochs, every cost finite, every p-value in [0, 1]"
+    return (f"training log: {models}, each until its held-out cost stopped improving "
             f"(window {plateau_window}, {stopped} stopped before {epochs} epochs), every cost finite, every p-value in [0, 1]")
 
 
@@ -76,7 +82,8 @@ def check_extrapolation(results: pd.DataFrame, n_train: int, reference: str = "t
         _require(sorted(int(n) for n in part.n) == lengths, f"{setting or ''} {method} seed {seed}: evaluated at n = "
                                             f"{sorted(part.n)}, expected {lengths}")
     _require(bool(np.isfinite(models.objective.to_numpy(dtype=float)).all()), "an objective is not finite")
-    lines = [f"{len(models.method.unique())} methods x {len(models.seed.unique())} seeds"
+    fewest, most = models.groupby("method").seed.nunique().agg(["min", "max"])  # seeds_by_rule may differ
+    lines = [f"{len(models.method.unique())} methods x {most if fewest == most else f'{fewest}-{most}'} seeds"
              f"{' x ' + str(len(models.setting.unique())) + ' settings' if models.setting.nunique() > 1 else ''}"
              f" evaluated at n = {lengths}; every objective finite"]
     at_train = models[models.n == n_train].set_index(["setting", "method", "seed"]).objective

@@ -2,8 +2,9 @@
 
 One set of functions serves every problem: `ensure_scales` (EIE net and exact lambda* for the
 training length, loaded from `results/<run>/eie_nets/` or fitted there), `train_models` (one model
-per trained rule and seed, resumable), `evaluate` (every method on the fixed test sets, with the
-reference solver, into the long-format table) and `table_by_method` (the paper's layout).
+per trained rule and seed, resumable; `seeds_by_rule` says which seeds a rule has), `evaluate`
+(every method on the fixed test sets, with the reference solver, into the long-format table) and
+`table_by_method` (the paper's layout).
 """
 
 from __future__ import annotations
@@ -90,18 +91,18 @@ def training_setups(notebook: str, params: dict) -> list[dict]:
 def train_problem(notebook: str, params: dict, prefix: str = ""):
     """Every model a training notebook asks for: each setting of its problem, each trained rule and
     seed (`train_models`; resumable). Writes `results/<run>/<problem>_training_log.csv` (no timings,
-    so reruns give the same file) and exports the first seed's policies to `results/<run>/models/`
+    so reruns give the same file) and exports each rule's first seed's policy to `results/<run>/models/`
     (what notebook 07 reads). `prefix` starts the log's file name (notebook 08 writes rivals_...,
     beside notebook 03's files in the same run). Returns ({setting: {(rule, seed): model}}, the
     training logs with a `setting` column)."""
-    run, rules, seeds = params["run"], params["rules"], params["seeds"]
+    run, rules, seeds = params["run"], params["rules"], seeds_by_rule(params)
     models, logs = {}, []
     for setup in training_setups(notebook, params):
         trained, log = train_models(rules, seeds, run=run, device=params["device"], progress=params["progress"],
                                     tag=setup["tag"], **setup["config"])
         models[setup["setting"]] = trained
         logs.append(log.assign(setting=setup["setting"]))
-        export_policies([model_name(setup["config"]["problem"], rule, params["n_train"], seeds[0], setup["tag"])
+        export_policies([model_name(setup["config"]["problem"], rule, params["n_train"], seeds[rule][0], setup["tag"])
                          for rule in rules], run=run)
     logs = pd.concat(logs, ignore_index=True)
     name = problem_for(notebook).name
@@ -119,23 +120,57 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
     {setting: {n: reference objectives}})."""
     problem_class = problem_for(notebook)
     methods = bind_methods(method_keys(params), d, params["n_train"], net, table)
+    store = EvaluationStore(results_dir(params["run"]) / "checkpoints" / "evaluation")
     results, per_instance, references = [], {}, {}
     for options, _ in problem_class.settings(params):
         problem = problem_class(**options)
-        result, objectives, reference = evaluate(
-            models[problem.setting], methods, params["n_train"], params["n_max"], test_size=params["test_size"],
-            setting=problem.setting, test_seed=params["test_seed"], reference_size=params["reference_size"],
-            reference_options=problem.reference_options(params), chunk=params["eval_chunk"], device=params["device"],
-            progress=params["progress"], store=EvaluationStore(results_dir(params["run"]) / "checkpoints" / "evaluation"))
-        results.append(result)
-        per_instance.update(objectives)
-        references[problem.setting] = reference
+        setting_models = models[problem.setting]
+        # `evaluate` runs each method on every seed of the models it is given: methods whose models
+        # have other seeds (`seeds_by_rule`) go in their own call; the reference, computed once,
+        # is read back from the store by the later calls and reported once
+        for part, group in enumerate(_methods_by_seeds(methods, setting_models)):
+            keys = {method.model_key for method in group}
+            result, objectives, reference = evaluate(
+                {key: model for key, model in setting_models.items() if key[0] in keys}, group, params["n_train"],
+                params["n_max"], test_size=params["test_size"], setting=problem.setting,
+                test_seed=params["test_seed"], reference_size=params["reference_size"],
+                reference_options=problem.reference_options(params), chunk=params["eval_chunk"],
+                device=params["device"], progress=params["progress"], store=store)
+            results.append(result if part == 0 else result[result.method != "reference"])
+            per_instance.update(objectives)
+            references[problem.setting] = reference
     results = pd.concat(results, ignore_index=True)
     table_file, instances_file = problem_class().result_files
     out = results_dir(params["run"])
     results.to_csv(out / f"{prefix}{table_file}", index=False, float_format="%.4f")
     save_instance_costs(per_instance, out / f"{prefix}{instances_file}")
     return results, per_instance, references
+
+
+def _methods_by_seeds(methods: list[BoundMethod], models: dict) -> list[list[BoundMethod]]:
+    """`methods` in groups whose models ({(key, seed): model}) have the same seeds, in order of first
+    appearance (one group when every trained rule has the same seeds)."""
+    seeds_of = {}
+    for key, seed in models:
+        seeds_of.setdefault(key, []).append(seed)
+    groups = {}
+    for method in methods:
+        groups.setdefault(tuple(sorted(seeds_of[method.model_key])), []).append(method)
+    return list(groups.values())
+
+
+def seeds_by_rule(params: dict) -> dict[str, list[int]]:
+    """{trained rule: its seeds}: the rule's entry of `seeds_by_rule`, else `seeds`. A rival may so be
+    trained with fewer seeds than the 1/sqrt(d) model the training-free methods share."""
+    return {rule: list(params["seeds_by_rule"].get(rule, params["seeds"])) for rule in params["rules"]}
+
+
+def model_pairs(rules, seeds) -> list[tuple[str, int]]:
+    """(rule, seed) of every model, seed by seed (in the order the seeds first appear), in the order
+    of `rules` within a seed; `seeds` is the seeds of every rule, or {rule: its seeds} (`seeds_by_rule`)."""
+    per_rule = {rule: list(seeds[rule] if isinstance(seeds, dict) else seeds) for rule in rules}
+    every_seed = dict.fromkeys(seed for rule in rules for seed in per_rule[rule])
+    return [(rule, seed) for seed in every_seed for rule in rules if seed in per_rule[rule]]
 
 
 def method_keys(params: dict) -> list[str]:
@@ -147,20 +182,20 @@ def method_keys(params: dict) -> list[str]:
 
 def train_models(rules, seeds, run: str = "default", device: str = "auto", progress: bool = True, tag: str = "",
                  **config):
-    """Train one model per (rule, seed); checkpoints in results/<run>/checkpoints/ make reruns resume.
+    """Train one model per (rule, seed) (`model_pairs`: `seeds` is every rule's seeds, or {rule: its
+    seeds}); checkpoints in results/<run>/checkpoints/ make reruns resume.
 
     `tag` tells apart models of one problem with other settings (for example "_C15" for a capacity).
     Returns ({(rule, seed): model}, training log with columns rule, seed, epoch, ...).
     """
     models, logs = {}, []
     folder = results_dir(run) / "checkpoints"
-    for seed in seeds:
-        for rule in rules:
-            cfg = TrainConfig(rule=rule, seed=seed, **config)
-            result = train(cfg, folder, name=model_name(cfg.problem, rule, cfg.n_train, seed, tag), device=device,
-                           progress=progress)
-            models[(rule, seed)] = result.model
-            logs.append(result.log.assign(rule=rule, seed=seed))
+    for rule, seed in model_pairs(rules, seeds):
+        cfg = TrainConfig(rule=rule, seed=seed, **config)
+        result = train(cfg, folder, name=model_name(cfg.problem, rule, cfg.n_train, seed, tag), device=device,
+                       progress=progress)
+        models[(rule, seed)] = result.model
+        logs.append(result.log.assign(rule=rule, seed=seed))
     return models, pd.concat(logs, ignore_index=True)
 
 

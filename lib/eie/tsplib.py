@@ -92,25 +92,25 @@ def load_tsplib(names=None, max_n: int | None = None, folder=None) -> list[TSPLI
 
 @torch.no_grad()
 def evaluate_tsplib(models: dict, methods, instances, device=None, progress: bool = True) -> pd.DataFrame:
-    """Every method (bound, `eie.methods.BoundMethod`) of every seed's model on every instance, greedy.
-    models: {(trained method key, seed): model}; device: where to decode (None: where the models
-    are). Returns one row per (instance, method, seed): name, n,
-    band, method, seed, length (EUC_2D, original units), best_known, gap_pct."""
+    """Every method (bound, `eie.methods.BoundMethod`) on every seed of its model, on every instance,
+    greedy. models: {(trained method key, seed): model} (keys may have different seeds); device:
+    where to decode (None: where the models are). Returns one row per (instance, method, seed): name,
+    n, band, method, seed, length (EUC_2D, original units), best_known, gap_pct."""
     seeds = sorted({seed for _, seed in models})
+    runs = [(seed, method) for seed in seeds for method in methods if (method.model_key, seed) in models]
     if device is None:
         device = next(next(iter(models.values())).parameters()).device
     rows = []
-    bar = tqdm(total=len(instances) * len(seeds) * len(methods), desc="TSPLIB", disable=not progress, mininterval=1.0)
+    bar = tqdm(total=len(instances) * len(runs), desc="TSPLIB", disable=not progress, mininterval=1.0)
     for instance in instances:
         batch = instance.for_model(device)
-        for seed in seeds:
-            for method in methods:
-                solution = greedy_solutions(models[(method.model_key, seed)].to(device), batch, method)
-                length = euc_2d_length(instance.coords, solution[0].cpu().numpy())
-                rows.append({"name": instance.name, "n": instance.n, "band": instance.band, "method": method.key,
-                             "seed": seed, "length": length, "best_known": instance.best_known,
-                             "gap_pct": 100 * (length / instance.best_known - 1)})
-                bar.update()
+        for seed, method in runs:
+            solution = greedy_solutions(models[(method.model_key, seed)].to(device), batch, method)
+            length = euc_2d_length(instance.coords, solution[0].cpu().numpy())
+            rows.append({"name": instance.name, "n": instance.n, "band": instance.band, "method": method.key,
+                         "seed": seed, "length": length, "best_known": instance.best_known,
+                         "gap_pct": 100 * (length / instance.best_known - 1)})
+            bar.update()
     bar.close()
     return pd.DataFrame(rows)
 

@@ -66,7 +66,7 @@ def run_worker(preset, notebook: str, poll_seconds: float = 30.0) -> None:
     those that are and return when all are finished."""
     params = preset_parameters(preset, notebook)
     jobs = [(setup, rule, seed) for setup in study.training_setups(notebook, params)
-            for seed in params["seeds"] for rule in params["rules"]]
+            for rule, seed in study.model_pairs(params["rules"], study.seeds_by_rule(params))]
     pending = list(jobs)
     while pending:
         busy = []
@@ -97,19 +97,18 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
         folder = None
     rows = []
     for setup in study.training_setups(notebook, params):
-        for seed in params["seeds"]:
-            for rule in params["rules"]:
-                name = study.model_name(setup["config"]["problem"], rule, params["n_train"], seed, setup["tag"])
-                log_path = None if folder is None else folder / f"{name}_log.csv"
-                started = log_path is not None and log_path.is_file()
-                log = pd.read_csv(log_path) if started else pd.DataFrame(columns=["eval_cost", "seconds"])
-                done, epochs = len(log), params["epochs"]
-                stopped = plateau_reached(list(log.eval_cost), params["plateau_window"], params["plateau_tolerance"])
-                state = ("finished" if done >= epochs else "plateau" if stopped else
-                         "in progress" if done else "not started")
-                rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
-                             "eval_cost": float(log.eval_cost.iloc[-1]) if done else float("nan"),
-                             "s_per_epoch": float(log.seconds.tail(recent).median()) if done else float("nan")})
+        for rule, seed in study.model_pairs(params["rules"], study.seeds_by_rule(params)):
+            name = study.model_name(setup["config"]["problem"], rule, params["n_train"], seed, setup["tag"])
+            log_path = None if folder is None else folder / f"{name}_log.csv"
+            started = log_path is not None and log_path.is_file()
+            log = pd.read_csv(log_path) if started else pd.DataFrame(columns=["eval_cost", "seconds"])
+            done, epochs = len(log), params["epochs"]
+            stopped = plateau_reached(list(log.eval_cost), params["plateau_window"], params["plateau_tolerance"])
+            state = ("finished" if done >= epochs else "plateau" if stopped else
+                     "in progress" if done else "not started")
+            rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
+                         "eval_cost": float(log.eval_cost.iloc[-1]) if done else float("nan"),
+                         "s_per_epoch": float(log.seconds.tail(recent).median()) if done else float("nan")})
     status = pd.DataFrame(rows)
     pace = status.s_per_epoch.fillna(status.s_per_epoch.median())
     left = (status.epochs - status.done).where(status.state.isin(["in progress", "not started"]), 0)
