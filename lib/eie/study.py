@@ -124,11 +124,11 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
     results, per_instance, references = [], {}, {}
     for options, _ in problem_class.settings(params):
         problem = problem_class(**options)
-        setting_models = models[problem.setting]
+        setting_models, parts = models[problem.setting], []
         # `evaluate` runs each method on every seed of the models it is given: methods whose models
         # have other seeds (`seeds_by_rule`) go in their own call; the reference, computed once,
         # is read back from the store by the later calls and reported once
-        for part, group in enumerate(_methods_by_seeds(methods, setting_models)):
+        for group in _methods_by_seeds(methods, setting_models):
             keys = {method.model_key for method in group}
             result, objectives, reference = evaluate(
                 {key: model for key, model in setting_models.items() if key[0] in keys}, group, params["n_train"],
@@ -136,9 +136,13 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
                 test_seed=params["test_seed"], reference_size=params["reference_size"],
                 reference_options=problem.reference_options(params), chunk=params["eval_chunk"],
                 device=params["device"], progress=params["progress"], store=store)
-            results.append(result if part == 0 else result[result.method != "reference"])
+            parts.append(result if not parts else result[result.method != "reference"])
             per_instance.update(objectives)
             references[problem.setting] = reference
+        # rows as one call of `evaluate` orders them: by n, then seed (the reference first), then method
+        order = {key: i for i, key in enumerate(["reference"] + [method.key for method in methods])}
+        part = pd.concat(parts, ignore_index=True)
+        results.append(part.iloc[np.lexsort((part.method.map(order), part.seed, part.n))])
     results = pd.concat(results, ignore_index=True)
     table_file, instances_file = problem_class().result_files
     out = results_dir(params["run"])
