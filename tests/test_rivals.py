@@ -204,6 +204,12 @@ def test_tsplib_and_the_rescaling_sweep_run_each_model_on_its_own_seeds():
     sweep = rivals.rescaling_sweep(models, ["inv_sqrt_d", "ln_d"], [1.0, 2.0], 10, 20, 4, progress=False)
     assert sorted(set(zip(sweep.model, sweep.seed))) == [("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("ln_d", 1)]
     assert len(sweep) == 3 * 2 * 2  # models x lengths x factors
+    with pytest.raises(ValueError, match=r"no trained model for \['ssmax'\]"):
+        tsplib.evaluate_tsplib(models, study.bind_methods(["ssmax"], 16, 10), instances, progress=False)
+    with pytest.raises(ValueError, match=r"no trained model for \['rope'\]"):
+        rivals.rescaling_sweep(models, ["rope"], [1.0], 10, 20, 4, progress=False)
+    # ln_d has no seed 0, and still comes before log_N, as in `bound`
+    assert list(tsplib.tsplib_tables(results)[1].index) == ["inv_sqrt_d", "ln_d", "log_N"]
 
 
 def test_tsplib_reader_names_what_is_wrong(tmp_path):

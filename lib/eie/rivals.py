@@ -33,6 +33,8 @@ def rescaling_sweep(models: dict, model_keys, factors, n_train: int, n_max: int,
     it has in `models`, {(key, seed): model}) with the coordinates times each factor, at each n = N * 2^k.
     Columns: model, seed, n, factor, objective."""
     seeds = {key: sorted(seed for model_key, seed in models if model_key == key) for key in model_keys}
+    if not all(seeds.values()):
+        raise ValueError(f"no trained model for {[key for key in model_keys if not seeds[key]]}: models has {sorted(models)}")
     lengths = extrapolation_lengths(n_train, n_max)
     rows = []
     bar = tqdm(total=len(lengths) * sum(map(len, seeds.values())) * len(factors), desc="rescaling sweep",

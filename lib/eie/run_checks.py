@@ -40,6 +40,8 @@ def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_win
     `seeds`: every rule's seeds, or {rule: its seeds} (`study.seeds_by_rule`). With the plateau rule
     on (`eie.training.plateau_reached`), a model may stop before `epochs`, but only at the first
     epoch where the rule holds."""
+    if isinstance(seeds, dict):
+        _require(set(rules) <= set(seeds), f"training log check: no seeds given for {sorted(set(rules) - set(seeds))}")
     per_rule = {rule: list(seeds[rule] if isinstance(seeds, dict) else seeds) for rule in rules}
     stopped = 0
     for rule in rules:

@@ -139,10 +139,12 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
             parts.append(result if not parts else result[result.method != "reference"])
             per_instance.update(objectives)
             references[problem.setting] = reference
-        # rows as one call of `evaluate` orders them: by n, then seed (the reference first), then method
-        order = {key: i for i, key in enumerate(["reference"] + [method.key for method in methods])}
-        part = pd.concat(parts, ignore_index=True)
-        results.append(part.iloc[np.lexsort((part.method.map(order), part.seed, part.n))])
+        if len(parts) == 1:
+            results.append(parts[0])
+        else:  # by n, then method by method in the declared order (what tables list first), the reference last
+            order = {key: i for i, key in enumerate([method.key for method in methods] + ["reference"])}
+            part = pd.concat(parts, ignore_index=True)
+            results.append(part.iloc[np.lexsort((part.seed, part.method.map(order), part.n))])
     results = pd.concat(results, ignore_index=True)
     table_file, instances_file = problem_class().result_files
     out = results_dir(params["run"])

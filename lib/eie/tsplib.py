@@ -97,7 +97,13 @@ def evaluate_tsplib(models: dict, methods, instances, device=None, progress: boo
     where to decode (None: where the models are). Returns one row per (instance, method, seed): name,
     n, band, method, seed, length (EUC_2D, original units), best_known, gap_pct."""
     seeds = sorted({seed for _, seed in models})
+    missing = [method.key for method in methods if not any((method.model_key, seed) in models for seed in seeds)]
+    if missing:
+        raise ValueError(f"no trained model for {missing}: models has {sorted(models)}")
     runs = [(seed, method) for seed in seeds for method in methods if (method.model_key, seed) in models]
+    if len(runs) < len(seeds) * len(methods):  # models with other seeds: method by method, so tables keep their order
+        position = {id(method): i for i, method in enumerate(methods)}
+        runs.sort(key=lambda run: position[id(run[1])])
     if device is None:
         device = next(next(iter(models.values())).parameters()).device
     rows = []
