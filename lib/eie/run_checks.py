@@ -42,7 +42,9 @@ def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_win
     epoch where the rule holds."""
     if isinstance(seeds, dict):
         _require(set(rules) <= set(seeds), f"training log check: no seeds given for {sorted(set(rules) - set(seeds))}")
-    per_rule = {rule: list(seeds[rule] if isinstance(seeds, dict) else seeds) for rule in rules}
+    from .study import seeds_per_rule
+
+    per_rule = seeds_per_rule(rules, seeds)
     stopped = 0
     for rule in rules:
         for seed in per_rule[rule]:

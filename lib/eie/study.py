@@ -171,10 +171,15 @@ def seeds_by_rule(params: dict) -> dict[str, list[int]]:
     return {rule: list(params["seeds_by_rule"].get(rule, params["seeds"])) for rule in params["rules"]}
 
 
+def seeds_per_rule(rules, seeds) -> dict[str, list[int]]:
+    """{rule: its seeds} from `seeds`: the seeds of every rule, or already {rule: its seeds}."""
+    return {rule: list(seeds[rule] if isinstance(seeds, dict) else seeds) for rule in rules}
+
+
 def model_pairs(rules, seeds) -> list[tuple[str, int]]:
     """(rule, seed) of every model, seed by seed (in the order the seeds first appear), in the order
     of `rules` within a seed; `seeds` is the seeds of every rule, or {rule: its seeds} (`seeds_by_rule`)."""
-    per_rule = {rule: list(seeds[rule] if isinstance(seeds, dict) else seeds) for rule in rules}
+    per_rule = seeds_per_rule(rules, seeds)
     every_seed = dict.fromkeys(seed for rule in rules for seed in per_rule[rule])
     return [(rule, seed) for seed in every_seed for rule in rules if seed in per_rule[rule]]
 
