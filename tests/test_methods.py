@@ -133,3 +133,21 @@ def test_relative_panel_pairs_each_method_with_the_base_model_of_its_seed():
     assert relative[("inv_sqrt_d", 1)] == 0.0
     figure = extrapolation_figure(pd.DataFrame(rows), "tour length", "LKH")
     assert len(figure.axes) == 3 and "1/sqrt(d)" in figure.axes[2].get_ylabel()
+
+
+def test_training_figure_tells_seeds_apart_and_floors_p_values():
+    import pandas as pd
+
+    from eie.plotting import P_FLOOR, training_figure
+
+    rows = [dict(setting="", rule="inv_sqrt_d", seed=seed, epoch=e, eval_cost=10.0 - e, p_value=p)
+            for seed in (0, 1) for e, p in enumerate([1e-300, 0.3, 1.0])]
+    fig = training_figure(pd.DataFrame(rows), "cost")
+    objective_axis, p_axis = fig.axes
+    styles = [line.get_linestyle() for line in objective_axis.get_lines()]
+    assert len(styles) == 2 and styles[0] != styles[1]  # one rule, two seeds: two line styles
+    assert {line.get_color() for line in objective_axis.get_lines()} == {methods.style("inv_sqrt_d")["color"]}
+    p_lines = [line for line in p_axis.get_lines() if len(line.get_xdata()) == 3]
+    assert len(p_lines) == 2 and all(line.get_ydata()[0] == P_FLOOR for line in p_lines)
+    low, high = p_axis.get_ylim()
+    assert low < P_FLOOR and 1.0 < high < 10

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import seaborn as sns
 
 from . import methods
@@ -118,24 +119,42 @@ def extrapolation_figure(results, ylabel: str, reference_label: str = "reference
     return fig
 
 
+P_FLOOR = 1e-12  # the training figure's p-values below this are drawn at it
+SEED_LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def _seed_kwargs(rule: str, seed: int, seeds: list) -> dict:
+    """The rule's colour and style (`rule_kwargs`), with the line style cycling over the seeds when
+    there are several, so that the seeds of one rule can be told apart."""
+    kwargs = dict(rule_kwargs(rule))
+    if len(seeds) > 1:
+        kwargs["linestyle"] = SEED_LINE_STYLES[seeds.index(seed) % len(SEED_LINE_STYLES)]
+    return kwargs
+
+
 def training_figure(logs, ylabel: str, maximise: bool = False):
     """Training at a glance: a panel per setting with the held-out greedy objective per epoch, one
-    line per (rule, seed); a last panel with the baseline test's p-value (the 0.05 line dotted).
+    line per (rule, seed; the seeds of a rule share its colour and differ in line style); a last
+    panel with the baseline test's p-value (the 0.05 line dotted; p below 1e-12 drawn at 1e-12, so
+    that the axis shows the range where the test decides).
     `logs` are `eie.study.train_problem`'s (columns setting, rule, seed, epoch, eval_cost, p_value);
     with `maximise` the objective shown is -eval_cost (bin packing's load rate)."""
     settings = list(dict.fromkeys(logs.setting))
+    seeds = sorted(set(logs.seed))
     fig, axes = plt.subplots(1, len(settings) + 1, figsize=(5.2 * (len(settings) + 1), 3.6), squeeze=False)
     for ax, setting in zip(axes[0], settings):
         for (rule, seed), log in logs[logs.setting == setting].groupby(["rule", "seed"], sort=False):
             objective = -log.eval_cost if maximise else log.eval_cost
-            ax.plot(log.epoch, objective, alpha=0.8, label=f"{methods.label(rule)}, seed {seed}", **rule_kwargs(rule))
+            ax.plot(log.epoch, objective, alpha=0.8, label=f"{methods.label(rule)}, seed {seed}",
+                    **_seed_kwargs(rule, seed, seeds))
         ax.set(xlabel="epoch", ylabel=f"held-out {ylabel}", title=setting or "held-out objective")
     axes[0, 0].legend(fontsize=7)
     p_axis = axes[0, -1]
     for (setting, rule, seed), log in logs.groupby(["setting", "rule", "seed"], sort=False):
-        p_axis.plot(log.epoch, log.p_value, alpha=0.6, **rule_kwargs(rule))
+        p_axis.plot(log.epoch, np.clip(log.p_value, P_FLOOR, None), alpha=0.6, **_seed_kwargs(rule, seed, seeds))
     p_axis.axhline(0.05, color="grey", ls=":")
-    p_axis.set(xlabel="epoch", ylabel="p-value (paired t-test)", yscale="log", title="baseline test")
+    p_axis.set(xlabel="epoch", ylabel="p-value (paired t-test)", yscale="log", ylim=(P_FLOOR / 3, 3),
+               title=f"baseline test (p < {P_FLOOR:.0e} drawn at {P_FLOOR:.0e})")
     fig.tight_layout()
     return fig
 
