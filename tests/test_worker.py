@@ -96,3 +96,31 @@ def test_several_notebooks_are_checked_before_any_training(tmp_path, monkeypatch
     assert "== 03_train_tsp" in out and "== 05_train_bpp" in out and out.count("0 of 1 models trained") == 2
     with pytest.raises(SystemExit):
         worker.main([str(preset), "03_train_tsp", "--threads", "0"])
+
+
+def test_references_solved_beside_the_training_are_read_back_by_the_evaluation(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"],
+                                      "training_free": [], "capacities": [10], "epochs": 1, "steps_per_epoch": 1,
+                                      "batch_size": 4, "baseline_eval_size": 4, "test_size": 4, "reference_size": 2,
+                                      "hgs_iterations": 50, "device": "cpu", "progress": False}))
+    worker.main([str(preset), "04_train_cvrp", "--references"])
+    out = capsys.readouterr().out
+    assert "04_train_cvrp C10: reference mean objective n = 6: " in out and "(2 instances)" in out
+    assert not (tmp_path / "tiny" / "checkpoints" / "cvrp_C10_inv_sqrt_d_n6_seed0.pt").exists()  # nothing trained
+    worker.run_worker(preset, "04_train_cvrp")
+    params = worker.preset_parameters(preset, "04_train_cvrp")
+    models, _ = study.train_problem("04_train_cvrp", params)
+    problem_class = study.problem_for("04_train_cvrp")
+
+    def solver_called_again(self, *args, **kwargs):
+        raise AssertionError("the reference was solved again instead of read back")
+
+    solved = study.compute_references("04_train_cvrp", params)  # what the worker stored
+    monkeypatch.setattr(problem_class, "reference_costs", solver_called_again)
+    assert study.compute_references("04_train_cvrp", params).keys() == solved.keys()
+    results, _, references = study.evaluate_problem("04_train_cvrp", params, models)
+    for n, values in solved["C10"].items():
+        assert len(values) == 2 and (references["C10"][n] == values).all()
+    assert set(results.method) == {"inv_sqrt_d", "reference"}

@@ -25,7 +25,7 @@ from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inf
 from .methods import BoundMethod
 from .problems import problem_trained_by, training_notebooks
 from .paths import eie_net_path, exact_table_path, results_dir
-from .training import TrainConfig, export_policy, load_trained, resolve_device, train
+from .training import TrainConfig, build_model, export_policy, load_trained, resolve_device, train
 
 RESULT_COLUMNS = ["problem", "setting", "method", "seed", "n", "objective", "gap_pct"]
 
@@ -151,6 +151,26 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
     results.to_csv(out / f"{prefix}{table_file}", index=False, float_format="%.4f")
     save_instance_costs(per_instance, out / f"{prefix}{instances_file}")
     return results, per_instance, references
+
+
+def compute_references(notebook: str, params: dict) -> dict:
+    """The reference solver (LKH, HGS, the best heuristic) on the first `reference_size` test
+    instances of every setting and n of the notebook's parameters, kept in the run's evaluation
+    store (`eie.evaluation_store`), so that `evaluate_problem` reads them back instead of solving
+    again. The solver uses one core and needs no trained model: it can run beside the training
+    (`python -m eie.worker PRESET NOTEBOOK --references`). Returns {setting: {n: reference objectives}}."""
+    store = EvaluationStore(results_dir(params["run"]) / "checkpoints" / "evaluation")
+    references = {}
+    for setup in training_setups(notebook, params):
+        problem = problem_for(notebook)(**setup["config"]["problem_options"])
+        # `evaluate` takes the problem from a model: an untrained one, since no method is decoded
+        model = build_model(TrainConfig(rule=params["rules"][0], seed=0, **setup["config"]))
+        _, _, references[problem.setting] = evaluate(
+            {(params["rules"][0], 0): model}, [], params["n_train"], params["n_max"], test_size=params["test_size"],
+            setting=problem.setting, test_seed=params["test_seed"], reference_size=params["reference_size"],
+            reference_options=problem.reference_options(params), chunk=params["eval_chunk"], device=params["device"],
+            progress=params["progress"], store=store)
+    return references
 
 
 def _methods_by_seeds(methods: list[BoundMethod], models: dict) -> list[list[BoundMethod]]:

@@ -3,6 +3,7 @@
     python -m eie.worker presets/NAME.yaml 03_train_tsp [--threads 1]
     python -m eie.worker presets/NAME.yaml 03_train_tsp 04_train_cvrp   (one after the other)
     python -m eie.worker presets/NAME.yaml 03_train_tsp --status     (where its training stands)
+    python -m eie.worker presets/NAME.yaml 04_train_cvrp --references (the reference solver only)
 
 A worker reads the notebook's own defaults (its `parameters` cell), applies the preset file (and
 its `per_notebook` entry) exactly as `papermill -f presets/NAME.yaml` does, checks them with the
@@ -13,6 +14,9 @@ the models another one holds; an interrupted worker resumes from the last epoch 
 again. Afterwards `papermill notebooks/NB.ipynb out.ipynb -f presets/NAME.yaml` finds every model
 trained and only evaluates. `--status` prints, for every model of the preset, the epochs done, the
 last held-out cost, the recent seconds per epoch and the hours its remaining epochs would take.
+`--references` trains nothing: it runs the preset's reference solver (LKH, HGS, the heuristic; one
+core, no model needed) on its test sets into the run's evaluation store, so that it can run beside a
+training worker and the notebook's evaluation later reads the solutions back.
 """
 
 from __future__ import annotations
@@ -136,6 +140,8 @@ def main(argv=None) -> None:
                         help=f"one or more of {', '.join(training_notebooks())}, trained in this order")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of this worker (default 1)")
     parser.add_argument("--status", action="store_true", help="print where the preset's training stands; train nothing")
+    parser.add_argument("--references", action="store_true",
+                        help="solve the preset's test instances with the reference solver; train nothing")
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, not {args.threads}")
@@ -149,7 +155,15 @@ def main(argv=None) -> None:
         preset_parameters(args.preset, notebook)
     torch.set_num_threads(args.threads)
     for notebook in args.notebooks:
-        run_worker(args.preset, notebook)
+        if args.references:
+            params = preset_parameters(args.preset, notebook)
+            references = study.compute_references(notebook, {**params, "progress": True})
+            for setting, by_n in references.items():
+                means = [f"n = {n}: {values.mean():.2f} ({len(values)} instances)" if len(values) else f"n = {n}: none"
+                         for n, values in by_n.items()]
+                print(f"{notebook} {setting}: reference mean objective " + ", ".join(means), flush=True)
+        else:
+            run_worker(args.preset, notebook)
     return None
 
 
