@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -83,6 +84,19 @@ def test_model_decodes_feasible_solutions_and_is_equivariant():
     assert torch.allclose(a[~torch.isinf(a)], b[~torch.isinf(b)], atol=1e-5)
 
 
+def test_hgs_searches_every_instance_of_a_batch_as_if_alone():
+    # each instance gets the full iteration budget: solved in a batch, it costs what it costs alone
+    # (a stopping criterion shared by the batch once left every instance after the first unsearched)
+    from eie.solvers import hgs_cvrp_costs
+
+    problem = CVRP(10)
+    inst = instance(batch=3, n=60, seed=5)
+    batch = hgs_cvrp_costs(inst, problem.capacity, iterations=300)
+    alone = [hgs_cvrp_costs({k: v[i:i + 1] for k, v in inst.items()}, problem.capacity, iterations=300)[0]
+             for i in range(3)]
+    assert np.array_equal(batch, np.array(alone))
+
+
 def test_hgs_reference_is_feasible_and_beats_an_untrained_model():
     from eie.solvers import hgs_cvrp_costs
 
@@ -116,8 +130,8 @@ def test_study_trains_and_evaluates_cvrp_per_capacity(tmp_path, monkeypatch):
     assert (tmp_path / "t" / "checkpoints" / "cvrp_C15_ln_d_n10_seed0.pt").is_file()
     assert models[("ln_d", 0)].problem.capacity == 15.0 and len(log) == 2
     results, per_instance, references = study.evaluate(
-        models, study.bind_methods(["inv_sqrt_d", "ln_d", "log_N"], 16, 10, net, table), 10, 20, test_size=6, setting="C15", reference_size=2,
-        reference_options={"iterations": 200}, device="cpu", progress=False)
+        models, study.bind_methods(["inv_sqrt_d", "ln_d", "log_N"], 16, 10, net, table), 10, 20, test_size=6,
+        setting="C15", reference_size=2, reference_options={"iterations": 200}, device="cpu", progress=False)
     assert list(results.columns) == study.RESULT_COLUMNS
     assert set(results.setting) == {"C15"} and sorted(set(results.n)) == [10, 20]
     learned = results[results.method != "reference"]

@@ -49,9 +49,8 @@ def hgs_cvrp_costs(instance: dict, capacity: float, iterations: int | None = 100
 
     from .problems.cvrp import CVRP
 
-    criteria = ([MaxIterations(int(iterations))] if iterations is not None else []) + \
-               ([MaxRuntime(float(time_limit))] if time_limit is not None else [])
-    if not criteria or (iterations is not None and iterations < 1) or (time_limit is not None and time_limit <= 0):
+    if (iterations is None and time_limit is None) or (iterations is not None and iterations < 1) or \
+            (time_limit is not None and time_limit <= 0):
         raise ValueError(f"HGS needs iterations >= 1 and/or time_limit > 0, got iterations={iterations}, "
                          f"time_limit={time_limit}")
     coords = instance["coords"].detach().cpu().numpy().astype(np.float64)
@@ -67,6 +66,10 @@ def hgs_cvrp_costs(instance: dict, capacity: float, iterations: int | None = 100
             clients=[pyvrp.Client(location=i, delivery=[int(q)]) for i, q in enumerate(load[1:], start=1)],
             depots=[pyvrp.Depot(location=0)], vehicle_types=[vehicle], distance_matrices=[dist],
             duration_matrices=[np.zeros_like(dist)])
+        # a new stopping criterion per instance: pyvrp's criteria count iterations (and time) from
+        # their first use, so one shared by every instance would leave all but the first unsearched
+        criteria = ([MaxIterations(int(iterations))] if iterations is not None else []) + \
+                   ([MaxRuntime(float(time_limit))] if time_limit is not None else [])
         stop = criteria[0] if len(criteria) == 1 else MultipleCriteria(criteria)
         result = pyvrp.solve(data, stop=stop, seed=seed, collect_stats=False, display=False)
         sequence = []
