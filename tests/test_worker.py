@@ -1,5 +1,7 @@
 """A preset trains the same models from a background worker as from its notebook."""
 
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 import yaml
@@ -124,3 +126,31 @@ def test_references_solved_beside_the_training_are_read_back_by_the_evaluation(t
     for n, values in solved["C10"].items():
         assert len(values) == 2 and (references["C10"][n] == values).all()
     assert set(results.method) == {"inv_sqrt_d", "reference"}
+    written = pd.read_csv(tmp_path / "tiny" / "cvrp.csv")
+    again = study.recompute_gaps("04_train_cvrp", params)  # the same reference: the same table
+    assert np.allclose(again[["objective", "gap_pct"]].to_numpy(), written[["objective", "gap_pct"]].to_numpy(), atol=1e-4)
+
+
+def test_recompute_gaps_replaces_the_reference_and_keeps_the_methods(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"],
+                                      "training_free": [], "capacities": [10], "epochs": 1, "steps_per_epoch": 1,
+                                      "batch_size": 4, "baseline_eval_size": 4, "test_size": 4, "reference_size": 2,
+                                      "hgs_iterations": 50, "device": "cpu", "progress": False}))
+    params = worker.preset_parameters(preset, "04_train_cvrp")
+    with pytest.raises(FileNotFoundError, match="run the notebook"):
+        study.recompute_gaps("04_train_cvrp", params)
+    models, _ = study.train_problem("04_train_cvrp", params)
+    before, objectives, _ = study.evaluate_problem("04_train_cvrp", params, models)
+    problem_class = study.problem_for("04_train_cvrp")
+    monkeypatch.setattr(problem_class, "reference_costs",  # a stand-in solver: twice the model's own cost
+                        lambda self, instance, **options: 2 * np.ones(len(instance["coords"])))
+    after = study.recompute_gaps("04_train_cvrp", {**params, "hgs_iterations": 60})
+    methods = after.method != "reference"
+    assert (after[~methods].objective == 2.0).all()
+    assert np.allclose(after[methods].objective, before[methods].objective, atol=1e-4)
+    for row in after[methods].itertuples():
+        expected = 100 * (objectives[("C10", row.method, row.seed, row.n)][:2].mean() / 2 - 1)
+        assert abs(row.gap_pct - expected) < 1e-3
+    assert pd.read_csv(tmp_path / "tiny" / "cvrp.csv").gap_pct.round(3).tolist() == after.gap_pct.round(3).tolist()

@@ -173,6 +173,35 @@ def compute_references(notebook: str, params: dict) -> dict:
     return references
 
 
+def recompute_gaps(notebook: str, params: dict) -> pd.DataFrame:
+    """A finished run's gaps against a reference computed again (`compute_references`), without
+    decoding again: for a run whose reference solver changed after its models were evaluated (a
+    longer budget, a fixed solver) and whose checkpoints may be gone. Reads the results table and
+    per-instance objectives that `evaluate_problem` wrote to results/<run>/, replaces each reference
+    row's objective and each method's `gap_pct` (the formula of `evaluate`: the method's mean over
+    the reference's instances against the reference's mean; positive = worse), and writes the
+    table back. The methods' objectives are unchanged. Returns the new table."""
+    from .comparison import RESULT_FILES, load_problem_results
+
+    problem_class = problem_for(notebook)
+    out = results_dir(params["run"])
+    found = load_problem_results(out, problem_class.name)
+    if found is None:
+        raise FileNotFoundError(f"no {RESULT_FILES[problem_class.name][0]} in {out}: recompute_gaps needs a finished "
+                                f"evaluation of {notebook} there (run the notebook with this run first)")
+    results, objectives = found
+    references = compute_references(notebook, params)
+    sign = -1.0 if problem_class.maximise else 1.0
+    for i, row in results.iterrows():
+        reference = references[row.setting][int(row.n)]
+        if row.method == "reference":
+            results.loc[i, "objective"] = float(reference.mean()) if len(reference) else float("nan")
+        elif len(reference):
+            objective = objectives[(row.setting, row.method, int(row.seed), int(row.n))][:len(reference)]
+            results.loc[i, "gap_pct"] = float(100 * sign * (objective.mean() / reference.mean() - 1))
+    results.to_csv(out / RESULT_FILES[problem_class.name][0], index=False, float_format="%.4f")
+    return results
+
 def _methods_by_seeds(methods: list[BoundMethod], models: dict) -> list[list[BoundMethod]]:
     """`methods` in groups whose models ({(key, seed): model}) have the same seeds, in order of first
     appearance (one group when every trained rule has the same seeds)."""
