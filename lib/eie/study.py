@@ -202,6 +202,7 @@ def recompute_gaps(notebook: str, params: dict) -> pd.DataFrame:
     results.to_csv(out / RESULT_FILES[problem_class.name][0], index=False, float_format="%.4f")
     return results
 
+
 def _methods_by_seeds(methods: list[BoundMethod], models: dict) -> list[list[BoundMethod]]:
     """`methods` in groups whose models ({(key, seed): model}) have the same seeds, in order of first
     appearance (one group when every trained rule has the same seeds)."""
