@@ -100,18 +100,23 @@ def test_several_notebooks_are_checked_before_any_training(tmp_path, monkeypatch
         worker.main([str(preset), "03_train_tsp", "--threads", "0"])
 
 
-def test_references_solved_beside_the_training_are_read_back_by_the_evaluation(tmp_path, monkeypatch, capsys):
+def tiny_cvrp_preset(tmp_path, monkeypatch):
+    """A preset of one tiny CVRP model (C_v = 10), HGS on 2 of 4 test instances, results under tmp_path."""
     monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
     preset = tmp_path / "tiny.yaml"
     preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"],
                                       "training_free": [], "capacities": [10], "epochs": 1, "steps_per_epoch": 1,
                                       "batch_size": 4, "baseline_eval_size": 4, "test_size": 4, "reference_size": 2,
                                       "hgs_iterations": 50, "device": "cpu", "progress": False}))
+    return preset
+
+
+def test_references_solved_beside_the_training_are_read_back_by_the_evaluation(tmp_path, monkeypatch, capsys):
+    preset = tiny_cvrp_preset(tmp_path, monkeypatch)
     worker.main([str(preset), "04_train_cvrp", "--references"])
     out = capsys.readouterr().out
     assert "04_train_cvrp C10: reference mean objective n = 6: " in out and "(2 instances)" in out
     assert not (tmp_path / "tiny" / "checkpoints" / "cvrp_C10_inv_sqrt_d_n6_seed0.pt").exists()  # nothing trained
-    worker.run_worker(preset, "04_train_cvrp")
     params = worker.preset_parameters(preset, "04_train_cvrp")
     models, _ = study.train_problem("04_train_cvrp", params)
     problem_class = study.problem_for("04_train_cvrp")
@@ -132,12 +137,7 @@ def test_references_solved_beside_the_training_are_read_back_by_the_evaluation(t
 
 
 def test_recompute_gaps_replaces_the_reference_and_keeps_the_methods(tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
-    preset = tmp_path / "tiny.yaml"
-    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"],
-                                      "training_free": [], "capacities": [10], "epochs": 1, "steps_per_epoch": 1,
-                                      "batch_size": 4, "baseline_eval_size": 4, "test_size": 4, "reference_size": 2,
-                                      "hgs_iterations": 50, "device": "cpu", "progress": False}))
+    preset = tiny_cvrp_preset(tmp_path, monkeypatch)
     params = worker.preset_parameters(preset, "04_train_cvrp")
     with pytest.raises(FileNotFoundError, match="run the notebook"):
         study.recompute_gaps("04_train_cvrp", params)
