@@ -154,3 +154,36 @@ def test_recompute_gaps_replaces_the_reference_and_keeps_the_methods(tmp_path, m
         expected = 100 * (objectives[("C10", row.method, row.seed, row.n)][:2].mean() / 2 - 1)
         assert abs(row.gap_pct - expected) < 1e-3
     assert pd.read_csv(tmp_path / "tiny" / "cvrp.csv").gap_pct.round(3).tolist() == after.gap_pct.round(3).tolist()
+
+
+def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0, 1], "rules": ["inv_sqrt_d"],
+                                      "epochs": 3, "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4,
+                                      "device": "cpu"}))
+    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False,
+                       **{**setup["config"], "epochs": 2})  # seed 0 interrupted after 2 of 3 epochs
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])
+    assert "carried tsp_inv_sqrt_d_n6_seed0" in capsys.readouterr().out
+    carry = tmp_path / "tiny" / "carry"
+    assert sorted(p.name for p in carry.iterdir()) == ["tsp_inv_sqrt_d_n6_seed0.pt", "tsp_inv_sqrt_d_n6_seed0_log.csv"]
+    checkpoints = tmp_path / "tiny" / "checkpoints"
+    checkpoints.rename(tmp_path / "this_machine")  # the next machine has only what was committed
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])  # nothing here yet: the carried copy is kept
+    assert (carry / "tsp_inv_sqrt_d_n6_seed0.pt").is_file()
+    worker.run_worker(preset, "03_train_tsp")
+    assert "resuming after epoch 2 from the checkpoint carried" in capsys.readouterr().out
+    log = pd.read_csv(checkpoints / "tsp_inv_sqrt_d_n6_seed0_log.csv")
+    kept = pd.read_csv(tmp_path / "this_machine" / "tsp_inv_sqrt_d_n6_seed0_log.csv")
+    assert len(log) == 3 and log.head(2).drop(columns="seconds").equals(kept.drop(columns="seconds"))
+    # the same model as finishing it on the first machine
+    from eie.training import TrainConfig, load_trained, train
+    same = train(TrainConfig(rule="inv_sqrt_d", seed=0, **setup["config"]), tmp_path / "this_machine",
+                 name="tsp_inv_sqrt_d_n6_seed0", device="cpu", progress=False).model
+    for p, q in zip(load_trained(checkpoints / "tsp_inv_sqrt_d_n6_seed0.pt").state_dict().values(),
+                    same.state_dict().values()):
+        assert torch.equal(p, q)
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])  # both trained: nothing left to carry
+    assert "carried nothing" in capsys.readouterr().out and not list(carry.iterdir())

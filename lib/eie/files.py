@@ -2,6 +2,7 @@
 
 - `save_atomic`: write to a temporary file beside the target, then rename over it, so an
   interrupted write leaves the previous file intact (each writer has its own temporary name);
+  `copy_atomic` copies a file the same way;
 - `load_tensors`: `torch.load(weights_only=True)`: tensors and plain Python values only, so a
   crafted file cannot run code when it is read;
 - `exclusive`: an advisory lock on a file that another process is writing (a checkpoint being
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +31,23 @@ def save_atomic(payload, path) -> Path:
     try:
         with os.fdopen(handle, "wb") as stream:
             torch.save(payload, stream)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def copy_atomic(source, path) -> Path:
+    """Copy the file `source` to `path` so that `path` is never half-written (see `save_atomic`).
+    A source replaced by rename while it is copied (a checkpoint saved meanwhile) is read whole:
+    the copy reads the file it opened."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=TEMPORARY_SUFFIX, dir=path.parent)
+    os.close(handle)
+    try:
+        shutil.copyfile(source, temporary)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

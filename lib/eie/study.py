@@ -10,6 +10,7 @@ per trained rule and seed, resumable; `seeds_by_rule` says which seeds a rule ha
 from __future__ import annotations
 
 import numbers
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -247,6 +248,8 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
     seeds}); checkpoints in results/<run>/checkpoints/ make reruns resume.
 
     `tag` tells apart models of one problem with other settings (for example "_C15" for a capacity).
+    A model with no checkpoint here but one in results/<run>/carry/ (committed by `python -m
+    eie.worker PRESET NB --save-carry` on another machine) resumes from that one.
     Returns ({(rule, seed): model}, training log with columns rule, seed, epoch, ...).
     """
     models, logs = {}, []
@@ -254,10 +257,16 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
     for rule, seed in model_pairs(rules, seeds):
         cfg = TrainConfig(rule=rule, seed=seed, **config)
         result = train(cfg, folder, name=model_name(cfg.problem, rule, cfg.n_train, seed, tag), device=device,
-                       progress=progress)
+                       progress=progress, carry_dir=carry_folder(run))
         models[(rule, seed)] = result.model
         logs.append(result.log.assign(rule=rule, seed=seed))
     return models, pd.concat(logs, ignore_index=True)
+
+
+def carry_folder(run: str = "default") -> Path:
+    """results/<run>/carry/: copies of unfinished checkpoints, committed so that training resumes on
+    another machine (the checkpoints folder is not committed)."""
+    return results_dir(run) / "carry"
 
 
 def model_name(problem: str, rule: str, n_train: int, seed: int, tag: str = "") -> str:

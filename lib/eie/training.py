@@ -30,7 +30,7 @@ from scipy import stats
 from tqdm import tqdm
 
 from .evaluation import greedy_costs
-from .files import exclusive, load_tensors, remove_stale_temporaries, save_atomic
+from .files import copy_atomic, exclusive, load_tensors, remove_stale_temporaries, save_atomic
 from . import methods
 from .model import PRECISIONS, AttentionModel, ModelConfig
 from .problems import make_problem
@@ -161,21 +161,39 @@ class TrainResult:
 
 
 def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "auto",
-          progress: bool = True) -> TrainResult:
+          progress: bool = True, carry_dir=None) -> TrainResult:
     """Train (or resume) one model; checkpoint and log live in `run_dir` under `name`. The returned
     model is in eval mode and runs in float32 whatever `config.precision` trained it in.
 
     Gradients are on inside whatever grad mode the caller is in. While it runs the checkpoint is
     locked: a second process training the same model into the same folder is refused (`FileBusy`).
+    Where `run_dir` has no checkpoint of `name` but `carry_dir` has one (a copy carried from
+    another machine, see `eie.worker --save-carry`), training resumes from that copy.
     """
     device = resolve_device(device)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     name = name or f"{config.problem}_{config.rule}_n{config.n_train}_seed{config.seed}"
-    checkpoint = run_dir / f"{name}.pt"
+    checkpoint, log_path = run_dir / f"{name}.pt", run_dir / f"{name}_log.csv"
     with exclusive(checkpoint, "trained"), torch.enable_grad():  # the caller's grad mode does not matter
         remove_stale_temporaries(checkpoint)
-        return _train_locked(config, checkpoint, run_dir / f"{name}_log.csv", name, device, progress)
+        if carry_dir is not None:
+            resume_from_carry(checkpoint, log_path, Path(carry_dir))
+        return _train_locked(config, checkpoint, log_path, name, device, progress)
+
+
+def resume_from_carry(checkpoint: Path, log_path: Path, carry_dir: Path) -> bool:
+    """Copy `carry_dir`'s checkpoint of the same name into place when `checkpoint` does not exist
+    yet, and write its epoch log beside it; True if it did. The copy is checked by
+    `_load_checkpoint` as any checkpoint is."""
+    carried = carry_dir / checkpoint.name
+    if checkpoint.exists() or not carried.is_file():
+        return False
+    copy_atomic(carried, checkpoint)
+    rows = _read_checkpoint(checkpoint)["log"]
+    pd.DataFrame(rows).to_csv(log_path, index=False)
+    print(f"{checkpoint.stem}: resuming after epoch {len(rows)} from the checkpoint carried in {carried}", flush=True)
+    return True
 
 
 def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: str, device: torch.device,

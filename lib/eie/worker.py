@@ -4,6 +4,7 @@
     python -m eie.worker presets/NAME.yaml 03_train_tsp 04_train_cvrp   (one after the other)
     python -m eie.worker presets/NAME.yaml 03_train_tsp --status     (where its training stands)
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --references (the reference solver only)
+    python -m eie.worker presets/NAME.yaml 04_train_cvrp --save-carry (unfinished checkpoints to commit)
 
 A worker reads the notebook's own defaults (its `parameters` cell), applies the preset file (and
 its `per_notebook` entry) exactly as `papermill -f presets/NAME.yaml` does, checks them with the
@@ -17,6 +18,12 @@ last held-out cost, the recent seconds per epoch and the hours its remaining epo
 `--references` trains nothing: it runs the preset's reference solver (LKH, HGS, the heuristic; one
 core, no model needed) on its test sets into the run's evaluation store, so that it can run beside a
 training worker and the notebook's evaluation later reads the solutions back.
+
+The checkpoints are not committed, so a new machine starts from nothing. `--save-carry` copies the
+checkpoint and epoch log of every model still in training into results/<run>/carry/ (and removes
+those of finished models); committed, they let training (a worker's or a notebook's) resume
+exactly on another machine, since a model with no checkpoint resumes from its carried copy. A
+checkpoint of the paper's model is about 12 MB; carry only what a long run cannot finish on one machine.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import torch
 import yaml
 
 from . import study
-from .files import FileBusy
+from .files import FileBusy, copy_atomic
 from .parameters import check_parameters
 from .paths import repo_root
 from .problems import training_notebooks
@@ -119,6 +126,26 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     return status.assign(hours_left=(left * pace / 3600).round(2))
 
 
+def save_carry(preset, notebook: str) -> list[str]:
+    """Copy the checkpoint and epoch log of every model of `preset` for `notebook` that is in
+    progress here into results/<run>/carry/, and remove the carried copies of models trained here.
+    A carried copy of a model not started here is kept (it is what this machine would resume from).
+    Returns the names of the models carried."""
+    params = preset_parameters(preset, notebook)
+    status = training_status(preset, notebook)
+    checkpoints, carry = study.results_dir(params["run"]) / "checkpoints", study.carry_folder(params["run"])
+    carried = []
+    for row in status.itertuples():
+        for suffix in (".pt", "_log.csv"):
+            if row.state == "in progress":
+                copy_atomic(checkpoints / f"{row.model}{suffix}", carry / f"{row.model}{suffix}")
+            elif row.state in ("finished", "plateau"):
+                (carry / f"{row.model}{suffix}").unlink(missing_ok=True)
+        if row.state == "in progress":
+            carried.append(row.model)
+    return carried
+
+
 def print_status(preset, notebook: str) -> None:
     status = training_status(preset, notebook)
     with pd.option_context("display.width", 160, "display.max_rows", None):
@@ -142,9 +169,16 @@ def main(argv=None) -> None:
     parser.add_argument("--status", action="store_true", help="print where the preset's training stands; train nothing")
     parser.add_argument("--references", action="store_true",
                         help="solve the preset's test instances with the reference solver; train nothing")
+    parser.add_argument("--save-carry", action="store_true",
+                        help="copy the unfinished checkpoints into results/<run>/carry/ (to commit); train nothing")
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, not {args.threads}")
+    if args.save_carry:
+        for notebook in args.notebooks:
+            carried = save_carry(args.preset, notebook)
+            print(f"{notebook}: carried {', '.join(carried) if carried else 'nothing (no model in progress)'}")
+        return None
     if args.status:
         for notebook in args.notebooks:
             if len(args.notebooks) > 1:
