@@ -187,3 +187,22 @@ def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(t
         assert torch.equal(p, q)
     worker.main([str(preset), "03_train_tsp", "--save-carry"])  # both trained: nothing left to carry
     assert "carried nothing" in capsys.readouterr().out and not list(carry.iterdir())
+
+
+def test_carried_references_are_read_back_on_a_machine_without_checkpoints(tmp_path, monkeypatch, capsys):
+    preset = tiny_cvrp_preset(tmp_path, monkeypatch)
+    worker.main([str(preset), "04_train_cvrp", "--references"])
+    params = worker.preset_parameters(preset, "04_train_cvrp")
+    solved = study.compute_references("04_train_cvrp", params)
+    worker.main([str(preset), "04_train_cvrp", "--save-carry"])
+    assert "carried nothing" in capsys.readouterr().out  # no model in training, but the references are carried
+    assert list((tmp_path / "tiny" / "carry" / "evaluation").glob("*.pt"))
+    (tmp_path / "tiny" / "checkpoints").rename(tmp_path / "first_machine")
+
+    def solver_called_again(self, *args, **kwargs):
+        raise AssertionError("the reference was solved again instead of read from the carried pieces")
+
+    monkeypatch.setattr(study.problem_for("04_train_cvrp"), "reference_costs", solver_called_again)
+    again = study.compute_references("04_train_cvrp", params)
+    for n, values in solved["C10"].items():
+        assert len(values) == 2 and (again["C10"][n] == values).all()

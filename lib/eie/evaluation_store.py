@@ -83,10 +83,12 @@ def model_fingerprint(model: torch.nn.Module) -> str:
 class EvaluationStore:
     """Finished evaluation pieces in `folder`, looked up by a key of plain values (JSON); its
     "kind" entry ("method" or "reference", the default) adds the source of that kind's modules
-    (`SOURCES`) to the key. `folder` None keeps nothing (every lookup misses)."""
+    (`SOURCES`) to the key. `folder` None keeps nothing (every lookup misses). A piece missing from
+    `folder` is looked up in `carried` too (pieces committed from another machine, read only)."""
 
-    def __init__(self, folder: Path | str | None):
+    def __init__(self, folder: Path | str | None, carried: Path | str | None = None):
         self.folder = None if folder is None else Path(folder)
+        self.carried = None if carried is None else Path(carried)
 
     def _path(self, key: dict) -> Path:
         text = json.dumps({**key, "source": source_hash(key.get("kind", "reference"))}, sort_keys=True)
@@ -97,6 +99,8 @@ class EvaluationStore:
         if self.folder is None:
             return None
         path = self._path(key)
+        if not path.is_file() and self.carried is not None:
+            path = self.carried / path.name
         if not path.is_file():
             return None
         try:

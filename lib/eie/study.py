@@ -121,7 +121,7 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
     {setting: {n: reference objectives}})."""
     problem_class = problem_for(notebook)
     methods = bind_methods(method_keys(params), d, params["n_train"], net, table)
-    store = EvaluationStore(results_dir(params["run"]) / "checkpoints" / "evaluation")
+    store = run_evaluation_store(params["run"])
     results, per_instance, references = [], {}, {}
     for options, _ in problem_class.settings(params):
         problem = problem_class(**options)
@@ -160,7 +160,7 @@ def compute_references(notebook: str, params: dict) -> dict:
     store (`eie.evaluation_store`), so that `evaluate_problem` reads them back instead of solving
     again. The solver uses one core and needs no trained model: it can run beside the training
     (`python -m eie.worker PRESET NOTEBOOK --references`). Returns {setting: {n: reference objectives}}."""
-    store = EvaluationStore(results_dir(params["run"]) / "checkpoints" / "evaluation")
+    store = run_evaluation_store(params["run"])
     references = {}
     for setup in training_setups(notebook, params):
         problem = problem_for(notebook)(**setup["config"]["problem_options"])
@@ -264,9 +264,15 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
 
 
 def carry_folder(run: str = "default") -> Path:
-    """results/<run>/carry/: copies of unfinished checkpoints, committed so that training resumes on
-    another machine (the checkpoints folder is not committed)."""
+    """results/<run>/carry/: copies of unfinished checkpoints and of finished evaluation pieces,
+    committed so that work resumes on another machine (the checkpoints folder is not committed)."""
     return results_dir(run) / "carry"
+
+
+def run_evaluation_store(run: str = "default") -> EvaluationStore:
+    """The run's evaluation pieces: results/<run>/checkpoints/evaluation/, and those carried from
+    another machine in results/<run>/carry/evaluation/."""
+    return EvaluationStore(results_dir(run) / "checkpoints" / "evaluation", carried=carry_folder(run) / "evaluation")
 
 
 def model_name(problem: str, rule: str, n_train: int, seed: int, tag: str = "") -> str:

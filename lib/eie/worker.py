@@ -21,9 +21,12 @@ training worker and the notebook's evaluation later reads the solutions back.
 
 The checkpoints are not committed, so a new machine starts from nothing. `--save-carry` copies the
 checkpoint and epoch log of every model still in training into results/<run>/carry/ (and removes
-those of finished models); committed, they let training (a worker's or a notebook's) resume
-exactly on another machine, since a model with no checkpoint resumes from its carried copy. A
-checkpoint of the paper's model is about 12 MB; carry only what a long run cannot finish on one machine.
+those of finished models), and the run's finished evaluation pieces (the reference solver's
+solutions, for example) into carry/evaluation/. Committed, they let work resume exactly on another
+machine: a model with no checkpoint resumes from its carried copy (in a worker or a notebook), and
+the evaluation reads the carried pieces instead of computing them again. A checkpoint of the
+paper's model is about 12 MB: carry only what a long run cannot finish on one machine, and delete
+the folder once the run's results are committed.
 """
 
 from __future__ import annotations
@@ -130,10 +133,14 @@ def save_carry(preset, notebook: str) -> list[str]:
     """Copy the checkpoint and epoch log of every model of `preset` for `notebook` that is in
     progress here into results/<run>/carry/, and remove the carried copies of models trained here.
     A carried copy of a model not started here is kept (it is what this machine would resume from).
-    Returns the names of the models carried."""
+    The run's finished evaluation pieces (reference solutions, methods' objectives; small) are
+    copied to carry/evaluation/. Returns the names of the models carried."""
     params = preset_parameters(preset, notebook)
     status = training_status(preset, notebook)
     checkpoints, carry = study.results_dir(params["run"]) / "checkpoints", study.carry_folder(params["run"])
+    for piece in sorted((checkpoints / "evaluation").glob("*.pt")):
+        if not (carry / "evaluation" / piece.name).is_file():
+            copy_atomic(piece, carry / "evaluation" / piece.name)
     carried = []
     for row in status.itertuples():
         for suffix in (".pt", "_log.csv"):
