@@ -23,36 +23,35 @@ import torch
 TEMPORARY_SUFFIX = ".tmp"
 
 
-def save_atomic(payload, path) -> Path:
-    """`torch.save(payload, path)` that never leaves a half-written `path` behind."""
+@contextmanager
+def _written_then_renamed(path):
+    """Yield a temporary file name beside `path`; renamed over `path` when the block ends, deleted if it fails."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=TEMPORARY_SUFFIX, dir=path.parent)
+    os.close(handle)
     try:
-        with os.fdopen(handle, "wb") as stream:
-            torch.save(payload, stream)
+        yield temporary
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return path
+
+
+def save_atomic(payload, path) -> Path:
+    """`torch.save(payload, path)` that never leaves a half-written `path` behind."""
+    with _written_then_renamed(path) as temporary:
+        torch.save(payload, temporary)
+    return Path(path)
 
 
 def copy_atomic(source, path) -> Path:
     """Copy the file `source` to `path` so that `path` is never half-written (see `save_atomic`).
     A source replaced by rename while it is copied (a checkpoint saved meanwhile) is read whole:
     the copy reads the file it opened."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=TEMPORARY_SUFFIX, dir=path.parent)
-    os.close(handle)
-    try:
+    with _written_then_renamed(path) as temporary:
         shutil.copyfile(source, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    return Path(path)
 
 
 def remove_stale_temporaries(path) -> list[Path]:
