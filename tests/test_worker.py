@@ -1,12 +1,14 @@
 """A preset trains the same models from a background worker as from its notebook."""
 
+import shutil
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 import yaml
 
-from eie import study, worker
+from eie import study, training, worker
 from eie.files import exclusive
 
 
@@ -187,6 +189,34 @@ def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(t
         assert torch.equal(p, q)
     worker.main([str(preset), "03_train_tsp", "--save-carry"])  # both trained: nothing left to carry
     assert "carried nothing" in capsys.readouterr().out and not list(carry.iterdir())
+
+
+def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_further_carried_one(tmp_path, monkeypatch,
+                                                                                                 capsys):
+    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"],
+                                      "epochs": 3, "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4,
+                                      "device": "cpu"}))
+    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    checkpoints, carry = tmp_path / "tiny" / "checkpoints", tmp_path / "tiny" / "carry"
+    name = "tsp_inv_sqrt_d_n6_seed0"
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **{**setup["config"], "epochs": 1})
+    shutil.copytree(checkpoints, tmp_path / "first_machine")  # the first machine stops after epoch 1
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **{**setup["config"], "epochs": 2})
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])  # a second machine carries epoch 2
+    shutil.rmtree(checkpoints)
+    shutil.copytree(tmp_path / "first_machine", checkpoints)  # and the first machine comes back
+    capsys.readouterr()
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])
+    out = capsys.readouterr().out
+    assert "carried nothing" in out and "2 epochs, this machine's 1" in out
+    assert training.checkpoint_epochs(carry / f"{name}.pt") == 2  # not overwritten by the older one
+    worker.run_worker(preset, "03_train_tsp")
+    assert "resuming after epoch 2 from the checkpoint carried" in capsys.readouterr().out
+    log = pd.read_csv(checkpoints / f"{name}_log.csv")
+    assert len(log) == 3 and log.head(2).drop(columns="seconds").equals(
+        pd.read_csv(carry / f"{name}_log.csv").drop(columns="seconds"))
 
 
 def test_carried_references_are_read_back_on_a_machine_without_checkpoints(tmp_path, monkeypatch, capsys):

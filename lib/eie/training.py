@@ -183,17 +183,32 @@ def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "
 
 
 def resume_from_carry(checkpoint: Path, log_path: Path, carry_dir: Path) -> bool:
-    """Copy `carry_dir`'s checkpoint of the same name into place when `checkpoint` does not exist
-    yet, and write its epoch log beside it; True if it did. The copy is checked by
-    `_load_checkpoint` as any checkpoint is."""
+    """Put `carry_dir`'s checkpoint of the same name in place of `checkpoint` when there is none
+    here, or when the carried one was trained for more epochs with the same settings (a machine
+    that comes back with an older checkpoint of the run), and write its epoch log beside it; True
+    if it did. The copy is checked by `_load_checkpoint` as any checkpoint is."""
     carried = carry_dir / checkpoint.name
-    if checkpoint.exists() or not carried.is_file():
+    if not carried.is_file():
         return False
+    carried_state = _read_checkpoint(carried)
+    if checkpoint.exists():
+        local = _read_checkpoint(checkpoint)
+        if carried_state["epoch"] <= local["epoch"] or carried_state["config"] != local["config"]:
+            return False  # the local one is as far or further (or another run's: `_load_checkpoint` says so)
+        replaced = f" (this machine's own had {local['epoch']})"
+    else:
+        replaced = ""
     copy_atomic(carried, checkpoint)
-    rows = _read_checkpoint(checkpoint)["log"]
+    rows = carried_state["log"]
     pd.DataFrame(rows).to_csv(log_path, index=False)
-    print(f"{checkpoint.stem}: resuming after epoch {len(rows)} from the checkpoint carried in {carried}", flush=True)
+    print(f"{checkpoint.stem}: resuming after epoch {len(rows)} from the checkpoint carried in {carried}{replaced}",
+          flush=True)
     return True
+
+
+def checkpoint_epochs(path: Path) -> int:
+    """How many epochs the training checkpoint at `path` has run."""
+    return int(_read_checkpoint(Path(path))["epoch"])
 
 
 def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: str, device: torch.device,

@@ -46,7 +46,7 @@ from .files import FileBusy, copy_atomic
 from .parameters import check_parameters
 from .paths import repo_root
 from .problems import training_notebooks
-from .training import plateau_reached
+from .training import checkpoint_epochs, plateau_reached
 
 
 def notebook_defaults(notebook: str) -> dict:
@@ -132,7 +132,8 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
 def save_carry(preset, notebook: str) -> list[str]:
     """Copy the checkpoint and epoch log of every model of `preset` for `notebook` that is in
     progress here into results/<run>/carry/, and remove the carried copies of models trained here.
-    A carried copy of a model not started here is kept (it is what this machine would resume from).
+    A carried copy of a model not started here, or trained for more epochs than here, is kept (it is
+    what this machine would resume from).
     The run's finished evaluation pieces (reference solutions, methods' objectives; small) are
     copied to carry/evaluation/. Returns the names of the models carried."""
     params = preset_parameters(preset, notebook)
@@ -143,14 +144,26 @@ def save_carry(preset, notebook: str) -> list[str]:
             copy_atomic(piece, carry / "evaluation" / piece.name)
     carried = []
     for row in status.itertuples():
-        for suffix in (".pt", "_log.csv"):
-            if row.state == "in progress":
+        if row.state == "in progress" and not _carry_is_further(carry / f"{row.model}.pt", checkpoints / f"{row.model}.pt"):
+            for suffix in (".pt", "_log.csv"):
                 copy_atomic(checkpoints / f"{row.model}{suffix}", carry / f"{row.model}{suffix}")
-            elif row.state in ("finished", "plateau"):
-                (carry / f"{row.model}{suffix}").unlink(missing_ok=True)
-        if row.state == "in progress":
             carried.append(row.model)
+        elif row.state in ("finished", "plateau"):
+            for suffix in (".pt", "_log.csv"):
+                (carry / f"{row.model}{suffix}").unlink(missing_ok=True)
     return carried
+
+
+def _carry_is_further(carried: Path, local: Path) -> bool:
+    """Whether the carried checkpoint has run more epochs than this machine's (which then must not
+    overwrite it: the next worker here resumes from the carried one instead)."""
+    if not carried.is_file():
+        return False
+    epochs_carried, epochs_here = checkpoint_epochs(carried), checkpoint_epochs(local)
+    if epochs_carried > epochs_here:
+        print(f"{local.stem}: the carried checkpoint has run {epochs_carried} epochs, this machine's {epochs_here}; "
+              "the carried one is kept (a worker here resumes from it)", flush=True)
+    return epochs_carried > epochs_here
 
 
 def print_status(preset, notebook: str) -> None:
