@@ -151,3 +151,23 @@ def test_training_figure_tells_seeds_apart_and_floors_p_values():
     assert len(p_lines) == 2 and all(line.get_ydata()[0] == P_FLOOR for line in p_lines)
     low, high = p_axis.get_ylim()
     assert low < P_FLOOR and 1.0 < high < 10
+
+
+def test_tsplib_figure_draws_each_methods_gap_and_its_difference_to_the_base_model_instance_by_instance():
+    import pandas as pd
+
+    from eie.plotting import tsplib_figure
+
+    rows = [{"name": name, "n": n, "band": "n <= 200", "method": method, "seed": seed, "gap_pct": gap}
+            for name, n, method, seed, gap in [("b", 120, "inv_sqrt_d", 0, 10.0), ("b", 120, "inv_sqrt_d", 1, 14.0),
+                                               ("a", 60, "inv_sqrt_d", 0, 4.0), ("a", 60, "inv_sqrt_d", 1, 6.0),
+                                               ("b", 120, "eie", 0, 15.0), ("b", 120, "eie", 1, 17.0),
+                                               ("a", 60, "eie", 0, 5.0), ("a", 60, "eie", 1, 5.0)]]
+    fig = tsplib_figure(pd.DataFrame(rows), N=100)
+    gap_axis, difference_axis = fig.axes
+    eie_gap, eie_difference = (next(line for line in ax.get_lines() if line.get_label() == methods.label("eie"))
+                               for ax in (gap_axis, difference_axis))
+    assert list(eie_gap.get_xdata()) == [60, 120]  # in order of size, seeds averaged
+    assert list(eie_gap.get_ydata()) == pytest.approx([5.0, 16.0])
+    assert list(eie_difference.get_ydata()) == pytest.approx([0.0, 4.0])  # minus 1/sqrt(d)'s 5 and 12 on the same instance
+    assert len(tsplib_figure(pd.DataFrame(rows[4:]), N=100).axes) == 1  # no base model: the gap panel alone

@@ -236,3 +236,32 @@ def rescaling_figure(sweep):
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def tsplib_figure(results, N: int, base: str = "inv_sqrt_d"):
+    """`eie.tsplib.evaluate_tsplib` at a glance: left, each method's gap to the optimum (%, mean over
+    seeds) against the instance's size; right, each method's gap minus the `base` model's on the same
+    instance (percentage points; a line at 0), where the differences the left panel hides show. The
+    training length N is marked; lines join the instances in order of size."""
+    gaps = results.groupby(["method", "n", "name"], sort=False).gap_pct.mean().reset_index().sort_values(["n", "name"])
+    shown = list(dict.fromkeys(results.method))
+    panels = ("gap", "vs base") if base in shown else ("gap",)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
+    base_gap = gaps[gaps.method == base].set_index("name").gap_pct
+    for ax, panel in zip(axes[0], panels):
+        for method in shown:
+            part = gaps[gaps.method == method]
+            values = part.gap_pct.to_numpy()
+            if panel != "gap":
+                values = values - base_gap.reindex(part.name).to_numpy()
+            ax.plot(part.n, values, marker="o", ms=3, lw=0.8, label=methods.label(method), **rule_kwargs(method))
+        ax.axvline(N, color="grey", lw=0.8, ls=":")
+        if panel == "gap":
+            ax.set(ylabel="gap to the optimal tour (%)", title="TSPLIB, greedy (mean over seeds)")
+        else:
+            ax.axhline(0, color="black", lw=0.8)
+            ax.set(ylabel=f"gap minus {methods.label(base)}'s (points)", title=f"against {methods.label(base)}")
+        ax.set(xlabel="cities $n$ (instance)", xscale="log")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

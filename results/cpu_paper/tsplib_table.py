@@ -1,0 +1,80 @@
+"""The TSPLIB table of run 1: the three cpu_paper TSP100 models (1/sqrt(d)) with every method of
+notebook 03 at this preset (EIE, lambda*, log_N, rescaled coordinates, EIE with rescaled
+coordinates) on the 48 TSPLIB instances of data/tsplib/ (51-2392 cities), greedy, scored exactly
+(EUC_2D) against the optima; EIE's net and the lambda* table fitted up to the longest instance, as
+notebook 08 does. Paired tests (Wilcoxon signed-rank over the instances of a size band, gaps
+averaged over the seeds first, Holm-corrected): EIE against every other method.
+Run from the repository root: .venv/bin/python results/cpu_paper/tsplib_table.py [--max-n 2392]
+Writes results/cpu_paper/tsplib.csv (one row per instance, method, seed), tsplib_paired_eie.csv,
+tsplib_table.md and figures/tsplib_gaps_cpu_paper.png.
+"""
+
+import argparse
+import time
+
+import torch
+
+from eie import comparison, methods, study, tsplib, worker
+from eie.paths import repo_root, results_dir
+from eie.plotting import apply_style, save_figure, tsplib_figure
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--max-n", type=int, default=None, help="only instances up to this many cities (default: all 48)")
+parser.add_argument("--progress", action="store_true")
+args = parser.parse_args()
+
+torch.set_grad_enabled(False)
+preset = worker.preset_parameters("presets/cpu_paper.yaml", "03_train_tsp")
+run, n_train = preset["run"], preset["n_train"]
+names = {(rule, seed): f"tsp_{rule}_n{n_train}_seed{seed}" for rule in preset["rules"] for seed in preset["seeds"]}
+loaded = study.load_policies(names.values(), run=run)
+models = {key: loaded[name] for key, name in names.items()}
+d = next(iter(models.values())).config.head_dim
+
+instances = tsplib.load_tsplib(max_n=args.max_n)
+longest = max(instance.n for instance in instances)
+net, table = study.ensure_scales(d, n_train, max(preset["n_max"], longest), run=run)
+bound = study.bind_methods(study.method_keys(preset), d, n_train, net, table)
+started = time.perf_counter()
+results = tsplib.evaluate_tsplib(models, bound, instances, progress=args.progress)
+print(f"{len(instances)} TSPLIB instances ({min(i.n for i in instances)}-{longest} cities), {len(results)} tours "
+      f"in {(time.perf_counter() - started) / 60:.1f} min: every tour passed the feasibility check.")
+
+out = results_dir(run)
+results.to_csv(out / "tsplib.csv", index=False, float_format="%.4f")
+gaps = {}  # {(band, method, seed, 0): gaps of its instances}, each band and all 48 together
+for row in results.itertuples():  # instances in the same order for every method and seed
+    for band in (row.band, "all"):
+        gaps.setdefault((band, row.method, row.seed, 0), []).append(row.gap_pct)
+paired = comparison.paired_comparison(gaps, method="eie")
+paired = paired.drop(columns="n").rename(columns={"setting": "band", "diff": "diff_gap_pp"})
+band_order = [label for _, label in tsplib.BANDS] + ["all"]
+paired = paired.sort_values("band", key=lambda band: band.map(band_order.index), kind="stable")
+paired["other"] = paired.other.map(methods.label)
+paired.to_csv(out / "tsplib_paired_eie.csv", index=False, float_format="%.6g")
+
+per_instance, by_band = tsplib.tsplib_tables(results)
+counts = results.drop_duplicates("name").band.value_counts()
+per_seed = results.groupby(["method", "seed", "band"], sort=False).gap_pct.mean().unstack("band")
+per_seed["all"] = results.groupby(["method", "seed"], sort=False).gap_pct.mean()
+spread = per_seed.groupby("method", sort=False).std(ddof=1)  # over the seeds
+cells = by_band.copy().astype(object)
+for method in by_band.index:
+    for band in by_band.columns:
+        cells.loc[method, band] = f"{by_band.loc[method, band]:.2f} ({spread.loc[method, band]:.2f})"
+cells.columns = [f"{band} ({counts[band] if band in counts else len(per_instance)})" for band in by_band.columns]
+shown = paired.set_index("band").round({"diff_gap_pp": 2, "ci_low": 2, "ci_high": 2})
+shown["p"], shown["p_holm"] = paired.p.map("{:.2g}".format).values, paired.p_holm.map("{:.2g}".format).values
+text = ["Gap to the optimum (%), mean over the instances of the size band (how many in brackets) and the seeds "
+        "(" + ", ".join(map(str, preset["seeds"])) + "); in brackets the standard deviation over the seeds of the band's mean:",
+        "", comparison.markdown_table(cells.rename(index=methods.label), "method"), "",
+        "EIE against every other method, paired by instance (gap in percentage points, EIE minus other, gaps averaged "
+        "over the seeds first; 95 % t interval; Wilcoxon signed-rank, Holm over all rows):", "",
+        comparison.markdown_table(shown, "band"), "",
+        "Per instance (%), mean over the seeds:", "",
+        comparison.markdown_table(per_instance.rename(columns=methods.label), "instance")]
+apply_style()
+figure = save_figure(tsplib_figure(results, n_train), "tsplib_gaps", run=run)
+text += ["", f"Figure: {figure.relative_to(repo_root())}"]
+(out / "tsplib_table.md").write_text("\n".join(text) + "\n")
+print("\n".join(text))
