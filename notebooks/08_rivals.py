@@ -96,7 +96,8 @@ import pandas as pd
 from eie import comparison, methods, probes, receptive_field, rivals, run_checks, study, tsplib
 from eie.parameters import check_parameters
 from eie.paths import results_dir
-from eie.plotting import apply_style, extrapolation_figure, receptive_field_figure, rescaling_figure, save_figure
+from eie.plotting import (apply_style, extrapolation_figure, receptive_field_figure, rescaling_figure, save_figure,
+                          tsplib_figure)
 from eie.position_attention import alibi_slopes
 
 params = check_parameters("08_rivals", globals())  # every parameter checked before any compute
@@ -295,3 +296,12 @@ print("Gap to the optimum (%), mean over the size band and seeds:")
 print(comparison.markdown_table(by_band.rename(index=methods.label), "method"))
 print("\nPer instance (%):")
 print(comparison.markdown_table(per_instance_gap.rename(columns=methods.label), "instance"))
+
+# %% [markdown] tags=[]
+# Each method's gap against the instance's size (left) and its gap minus the $1/\sqrt d$ model's on
+# the same instance (right), where the differences that the left panel hides show:
+
+# %% tags=[]
+fig = tsplib_figure(on_tsplib, n_train)
+save_figure(fig, "08_tsplib", run=run)
+plt.show()

@@ -241,12 +241,14 @@ def rescaling_figure(sweep):
 def tsplib_figure(results, N: int, base: str = "inv_sqrt_d"):
     """`eie.tsplib.evaluate_tsplib` at a glance: left, each method's gap to the optimum (%, mean over
     seeds) against the instance's size; right, each method's gap minus the `base` model's on the same
-    instance (percentage points; a line at 0), where the differences the left panel hides show. The
-    training length N is marked; lines join the instances in order of size."""
+    instance (percentage points), where the differences the left panel hides show: a log axis on the
+    left, a symmetric-log one on the right (linear within 10 points of 0), so a few-point difference
+    and a failing method's hundreds both read. The training length N is marked; lines join the
+    instances in order of size."""
     gaps = results.groupby(["method", "n", "name"], sort=False).gap_pct.mean().reset_index().sort_values(["n", "name"])
     shown = list(dict.fromkeys(results.method))
     panels = ("gap", "vs base") if base in shown else ("gap",)
-    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels) + 2.5, 4.2), squeeze=False)
     base_gap = gaps[gaps.method == base].set_index("name").gap_pct
     for ax, panel in zip(axes[0], panels):
         for method in shown:
@@ -257,11 +259,20 @@ def tsplib_figure(results, N: int, base: str = "inv_sqrt_d"):
             ax.plot(part.n, values, marker="o", ms=3, lw=0.8, label=methods.label(method), **rule_kwargs(method))
         ax.axvline(N, color="grey", lw=0.8, ls=":")
         if panel == "gap":
+            if (gaps.gap_pct > 0).all():
+                ax.set_yscale("log")
+            else:  # an optimal tour found: a gap of 0
+                ax.set_yscale("symlog", linthresh=1)
             ax.set(ylabel="gap to the optimal tour (%)", title="TSPLIB, greedy (mean over seeds)")
         else:
             ax.axhline(0, color="black", lw=0.8)
+            ax.set_yscale("symlog", linthresh=10)
+            low, high = ax.get_ylim()
+            ticks = [0.0] + [sign * 10.0**k for k in range(1, 6) for sign in (-1, 1) if low <= sign * 10.0**k <= high]
+            ax.set_yticks(sorted(ticks), [f"{t:+g}" if t else "0" for t in sorted(ticks)])
             ax.set(ylabel=f"gap minus {methods.label(base)}'s (points)", title=f"against {methods.label(base)}")
         ax.set(xlabel="cities $n$ (instance)", xscale="log")
-        ax.legend(fontsize=7)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
     fig.tight_layout()
     return fig
