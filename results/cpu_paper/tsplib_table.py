@@ -6,7 +6,7 @@ notebook 08 does. Paired tests (Wilcoxon signed-rank over the instances of a siz
 averaged over the seeds first, Holm-corrected): EIE against every other method.
 Run from the repository root: .venv/bin/python results/cpu_paper/tsplib_table.py [--max-n 2392]
 Writes results/cpu_paper/tsplib.csv (one row per instance, method, seed), tsplib_paired_eie.csv,
-tsplib_table.md and figures/tsplib_gaps_cpu_paper.png.
+tsplib_table.md and figures/tsplib_gaps_cpu_paper.png (with --max-n, files named tsplib_upto<max-n>*).
 """
 
 import argparse
@@ -19,7 +19,8 @@ from eie.paths import repo_root, results_dir
 from eie.plotting import apply_style, save_figure, tsplib_figure
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--max-n", type=int, default=None, help="only instances up to this many cities (default: all 48)")
+parser.add_argument("--max-n", type=int, default=None,
+                    help="only instances up to this many cities (default: all 48); the files get the suffix _upto<max-n>")
 parser.add_argument("--progress", action="store_true")
 args = parser.parse_args()
 
@@ -41,7 +42,8 @@ print(f"{len(instances)} TSPLIB instances ({min(i.n for i in instances)}-{longes
       f"in {(time.perf_counter() - started) / 60:.1f} min: every tour passed the feasibility check.")
 
 out = results_dir(run)
-results.to_csv(out / "tsplib.csv", index=False, float_format="%.4f")
+stem = "tsplib" if args.max_n is None else f"tsplib_upto{args.max_n}"  # a subset never overwrites the full table
+results.to_csv(out / f"{stem}.csv", index=False, float_format="%.4f")
 gaps = {}  # {(band, method, seed, 0): gaps of its instances}, each band and all 48 together
 for row in results.itertuples():  # instances in the same order for every method and seed
     for band in (row.band, "all"):
@@ -51,7 +53,7 @@ paired = paired.drop(columns="n").rename(columns={"setting": "band", "diff": "di
 band_order = [label for _, label in tsplib.BANDS] + ["all"]
 paired = paired.sort_values("band", key=lambda band: band.map(band_order.index), kind="stable")
 paired["other"] = paired.other.map(methods.label)
-paired.to_csv(out / "tsplib_paired_eie.csv", index=False, float_format="%.6g")
+paired.to_csv(out / f"{stem}_paired_eie.csv", index=False, float_format="%.6g")
 
 per_instance, by_band = tsplib.tsplib_tables(results)
 counts = results.drop_duplicates("name").band.value_counts()
@@ -74,7 +76,7 @@ text = ["Gap to the optimum (%), mean over the instances of the size band (how m
         "Per instance (%), mean over the seeds:", "",
         comparison.markdown_table(per_instance.rename(columns=methods.label), "instance")]
 apply_style()
-figure = save_figure(tsplib_figure(results, n_train), "tsplib_gaps", run=run)
+figure = save_figure(tsplib_figure(results, n_train), stem.replace("tsplib", "tsplib_gaps"), run=run)
 text += ["", f"Figure: {figure.relative_to(repo_root())}"]
-(out / "tsplib_table.md").write_text("\n".join(text) + "\n")
+(out / f"{stem}_table.md").write_text("\n".join(text) + "\n")
 print("\n".join(text))
