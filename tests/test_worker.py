@@ -187,8 +187,21 @@ def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(t
     for p, q in zip(load_trained(checkpoints / "tsp_inv_sqrt_d_n6_seed0.pt").state_dict().values(),
                     same.state_dict().values()):
         assert torch.equal(p, q)
-    worker.main([str(preset), "03_train_tsp", "--save-carry"])  # both trained: nothing left to carry
-    assert "carried nothing" in capsys.readouterr().out and not list(carry.iterdir())
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])  # both trained: both carried, finished
+    out = capsys.readouterr().out
+    assert "seed0 (finished, 3 epochs)" in out and "seed1 (finished, 3 epochs)" in out
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])  # the same checkpoints: nothing copied again
+    assert "carried nothing" in capsys.readouterr().out
+    trained = {name: load_trained(checkpoints / f"{name}.pt").state_dict()
+               for name in ("tsp_inv_sqrt_d_n6_seed0", "tsp_inv_sqrt_d_n6_seed1")}
+    shutil.rmtree(checkpoints)  # a third machine, for the evaluation: the finished models are not trained again
+    worker.run_worker(preset, "03_train_tsp")
+    out = capsys.readouterr().out
+    assert out.count("resuming after epoch 3 from the checkpoint carried") == 2
+    for name, state in trained.items():
+        assert len(pd.read_csv(checkpoints / f"{name}_log.csv")) == 3
+        assert all(torch.equal(p, q) for p, q in zip(load_trained(checkpoints / f"{name}.pt").state_dict().values(),
+                                                     state.values()))
 
 
 def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_further_carried_one(tmp_path, monkeypatch,

@@ -4,7 +4,7 @@
     python -m eie.worker presets/NAME.yaml 03_train_tsp 04_train_cvrp   (one after the other)
     python -m eie.worker presets/NAME.yaml 03_train_tsp --status     (where its training stands)
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --references (the reference solver only)
-    python -m eie.worker presets/NAME.yaml 04_train_cvrp --save-carry (unfinished checkpoints to commit)
+    python -m eie.worker presets/NAME.yaml 04_train_cvrp --save-carry (checkpoints to commit)
 
 A worker reads the notebook's own defaults (its `parameters` cell), applies the preset file (and
 its `per_notebook` entry) exactly as `papermill -f presets/NAME.yaml` does, checks them with the
@@ -20,13 +20,14 @@ core, no model needed) on its test sets into the run's evaluation store, so that
 training worker and the notebook's evaluation later reads the solutions back.
 
 The checkpoints are not committed, so a new machine starts from nothing. `--save-carry` copies the
-checkpoint and epoch log of every model still in training into results/<run>/carry/ (and removes
-those of finished models), and the run's finished evaluation pieces (the reference solver's
-solutions, for example) into carry/evaluation/. Committed, they let work resume exactly on another
-machine: a model with no checkpoint resumes from its carried copy (in a worker or a notebook), and
-the evaluation reads the carried pieces instead of computing them again. A checkpoint of the
-paper's model is about 12 MB: carry only what a long run cannot finish on one machine, and delete
-the folder once the run's results are committed.
+checkpoint and epoch log of every model trained or in training here into results/<run>/carry/,
+and the run's finished evaluation pieces (the reference solver's solutions, for example) into
+carry/evaluation/. Committed, they let work resume exactly on another machine: a model with no
+checkpoint resumes from its carried copy (in a worker or a notebook; a finished one is not trained
+again, so the evaluation can run elsewhere than the training), and the evaluation reads the carried
+pieces instead of computing them again. A checkpoint of the paper's model is about 12 MB: carry
+only what a long run cannot finish on one machine, and delete the folder once the run's results
+are committed.
 """
 
 from __future__ import annotations
@@ -130,10 +131,11 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
 
 
 def save_carry(preset, notebook: str) -> list[str]:
-    """Copy the checkpoint and epoch log of every model of `preset` for `notebook` that is in
-    progress here into results/<run>/carry/, and remove the carried copies of models trained here.
-    A carried copy of a model not started here, or trained for more epochs than here, is kept (it is
-    what this machine would resume from).
+    """Copy the checkpoint and epoch log of every model of `preset` for `notebook` that is trained or
+    in training here into results/<run>/carry/: finished models too, so that a machine that gets
+    only the repository evaluates them instead of training them again. A carried copy of a model not
+    started here, or trained for at least as many epochs as here, is kept (it is what this machine
+    would resume from; an equal one is the same checkpoint).
     The run's finished evaluation pieces (reference solutions, methods' objectives; small) are
     copied to carry/evaluation/. Returns the names of the models carried."""
     params = preset_parameters(preset, notebook)
@@ -144,26 +146,25 @@ def save_carry(preset, notebook: str) -> list[str]:
             copy_atomic(piece, carry / "evaluation" / piece.name)
     carried = []
     for row in status.itertuples():
-        if row.state == "in progress" and not _carry_is_further(carry / f"{row.model}.pt", checkpoints / f"{row.model}.pt"):
+        if row.state in ("in progress", "finished", "plateau") and not _carry_is_further(
+                carry / f"{row.model}.pt", checkpoints / f"{row.model}.pt"):
             for suffix in (".pt", "_log.csv"):
                 copy_atomic(checkpoints / f"{row.model}{suffix}", carry / f"{row.model}{suffix}")
-            carried.append(row.model)
-        elif row.state in ("finished", "plateau"):
-            for suffix in (".pt", "_log.csv"):
-                (carry / f"{row.model}{suffix}").unlink(missing_ok=True)
+            carried.append(f"{row.model} ({row.state}, {row.done} epochs)")
     return carried
 
 
 def _carry_is_further(carried: Path, local: Path) -> bool:
-    """Whether the carried checkpoint has run more epochs than this machine's (which then must not
-    overwrite it: the next worker here resumes from the carried one instead)."""
+    """Whether the carried checkpoint has run at least as many epochs as this machine's (which then
+    is not copied over it: with more, the next worker here resumes from the carried one instead;
+    with as many, it is the same checkpoint, carried already)."""
     if not carried.is_file():
         return False
     epochs_carried, epochs_here = checkpoint_epochs(carried), checkpoint_epochs(local)
     if epochs_carried > epochs_here:
         print(f"{local.stem}: the carried checkpoint has run {epochs_carried} epochs, this machine's {epochs_here}; "
               "the carried one is kept (a worker here resumes from it)", flush=True)
-    return epochs_carried > epochs_here
+    return epochs_carried >= epochs_here
 
 
 def print_status(preset, notebook: str) -> None:
@@ -190,14 +191,16 @@ def main(argv=None) -> None:
     parser.add_argument("--references", action="store_true",
                         help="solve the preset's test instances with the reference solver; train nothing")
     parser.add_argument("--save-carry", action="store_true",
-                        help="copy the unfinished checkpoints into results/<run>/carry/ (to commit); train nothing")
+                        help="copy the checkpoints of the models trained or in training here into results/<run>/carry/ "
+                             "(to commit); train nothing")
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, not {args.threads}")
     if args.save_carry:
         for notebook in args.notebooks:
             carried = save_carry(args.preset, notebook)
-            print(f"{notebook}: carried {', '.join(carried) if carried else 'nothing (no model in progress)'}")
+            nothing = "nothing (every model trained or in training here is carried already, or none is)"
+            print(f"{notebook}: carried {', '.join(carried) if carried else nothing}")
         return None
     if args.status:
         for notebook in args.notebooks:
