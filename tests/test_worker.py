@@ -249,3 +249,44 @@ def test_carried_references_are_read_back_on_a_machine_without_checkpoints(tmp_p
     again = study.compute_references("04_train_cvrp", params)
     for n, values in solved["C10"].items():
         assert len(values) == 2 and (again["C10"][n] == values).all()
+
+
+def test_a_model_exported_after_its_training_ended_is_not_trained_again_where_its_checkpoint_is_gone(tmp_path,
+                                                                                                      monkeypatch, capsys):
+    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"],
+                                      "epochs": 2, "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4,
+                                      "device": "cpu"}))
+    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    name, checkpoints = "tsp_inv_sqrt_d_n6_seed0", tmp_path / "tiny" / "checkpoints"
+    trained, log = study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
+    (exported,) = study.export_policies([name], run="tiny")
+    shutil.rmtree(checkpoints)  # a new machine: the checkpoints are gone, the exported policy was committed
+    status = worker.training_status(preset, "03_train_tsp")
+    assert list(status.state) == ["exported"] and list(status.done) == [2] and status.hours_left.sum() == 0
+    capsys.readouterr()
+    again, again_log = study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False,
+                                          **setup["config"])
+    assert f"{name}: trained to the end already, read from {exported}" in capsys.readouterr().out
+    assert not (checkpoints / f"{name}.pt").exists()  # nothing trained
+    assert again_log.drop(columns="seconds").equals(log.drop(columns="seconds"))
+    assert all(torch.equal(p, q) for p, q in zip(again[("inv_sqrt_d", 0)].state_dict().values(),
+                                                 trained[("inv_sqrt_d", 0)].state_dict().values()))
+    assert study.export_policies([name], run="tiny") == [exported]  # left as it is
+    # a longer run of the same model cannot continue from a policy without its optimiser: it trains
+    longer = {**setup["config"], "epochs": 3}
+    assert training.finished_export(exported, training.TrainConfig(rule="inv_sqrt_d", seed=0, **longer)) is None
+    # a policy exported before the log was kept is not taken for a finished training ...
+    payload = torch.load(exported, weights_only=True)
+    del payload["log"]
+    torch.save(payload, exported)
+    config = training.TrainConfig(rule="inv_sqrt_d", seed=0, **setup["config"])
+    assert training.finished_export(exported, config) is None
+    # ... until its log is written into it
+    with pytest.raises(ValueError, match="epochs 1..2"):
+        training.add_log_to_export(exported, log.head(1))
+    training.add_log_to_export(exported, log.drop(columns=["seconds", "rule", "seed"]))
+    result = training.finished_export(exported, config)
+    assert result is not None and result.log.drop(columns="seconds").equals(
+        log.drop(columns=["seconds", "rule", "seed"]))

@@ -249,7 +249,9 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
 
     `tag` tells apart models of one problem with other settings (for example "_C15" for a capacity).
     A model with no checkpoint here but one in results/<run>/carry/ (committed by `python -m
-    eie.worker PRESET NB --save-carry` on another machine) resumes from that one.
+    eie.worker PRESET NB --save-carry` on another machine) resumes from that one; a model with
+    neither but exported to results/<run>/models/ after its training ended is read from there and
+    not trained again (`eie.training.finished_export`).
     Returns ({(rule, seed): model}, training log with columns rule, seed, epoch, ...).
     """
     models, logs = {}, []
@@ -257,7 +259,7 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
     for rule, seed in model_pairs(rules, seeds):
         cfg = TrainConfig(rule=rule, seed=seed, **config)
         result = train(cfg, folder, name=model_name(cfg.problem, rule, cfg.n_train, seed, tag), device=device,
-                       progress=progress, carry_dir=carry_folder(run))
+                       progress=progress, carry_dir=carry_folder(run), exported_dir=results_dir(run) / "models")
         models[(rule, seed)] = result.model
         logs.append(result.log.assign(rule=rule, seed=seed))
     return models, pd.concat(logs, ignore_index=True)
@@ -282,9 +284,17 @@ def model_name(problem: str, rule: str, n_train: int, seed: int, tag: str = "") 
 
 def export_policies(names, run: str = "default") -> list:
     """Copy the trained policies `names` (see `model_name`) from results/<run>/checkpoints/ to
-    results/<run>/models/: weights and configuration only, what notebook 07 reads."""
+    results/<run>/models/: weights, configuration and epoch log, what notebook 07 reads (a policy
+    with no checkpoint here, read from there by `train_models`, is left as it is)."""
     folder = results_dir(run)
-    return [export_policy(folder / "checkpoints" / f"{name}.pt", folder / "models" / f"{name}.pt") for name in names]
+    exported = []
+    for name in names:
+        checkpoint, path = folder / "checkpoints" / f"{name}.pt", folder / "models" / f"{name}.pt"
+        if not checkpoint.is_file() and path.is_file():  # the model came from there (`train_models`)
+            exported.append(path)
+            continue
+        exported.append(export_policy(checkpoint, path))
+    return exported
 
 
 def load_policies(names, run: str = "default", device: str = "cpu") -> dict:

@@ -161,14 +161,16 @@ class TrainResult:
 
 
 def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "auto",
-          progress: bool = True, carry_dir=None) -> TrainResult:
+          progress: bool = True, carry_dir=None, exported_dir=None) -> TrainResult:
     """Train (or resume) one model; checkpoint and log live in `run_dir` under `name`. The returned
     model is in eval mode and runs in float32 whatever `config.precision` trained it in.
 
     Gradients are on inside whatever grad mode the caller is in. While it runs the checkpoint is
     locked: a second process training the same model into the same folder is refused (`FileBusy`).
     Where `run_dir` has no checkpoint of `name` but `carry_dir` has one (a copy carried from
-    another machine, see `eie.worker --save-carry`), training resumes from that copy.
+    another machine, see `eie.worker --save-carry`), training resumes from that copy. Where neither
+    has one but `exported_dir` holds this model exported after its training ended
+    (`finished_export`), that policy is returned and nothing is trained.
     """
     device = resolve_device(device)
     run_dir = Path(run_dir)
@@ -179,7 +181,30 @@ def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "
         remove_stale_temporaries(checkpoint)
         if carry_dir is not None:
             resume_from_carry(checkpoint, log_path, Path(carry_dir))
+        if not checkpoint.exists() and exported_dir is not None:
+            exported = finished_export(Path(exported_dir) / f"{name}.pt", config, str(device))
+            if exported is not None:
+                print(f"{name}: trained to the end already, read from {exported.checkpoint}", flush=True)
+                return exported
         return _train_locked(config, checkpoint, log_path, name, device, progress)
+
+
+def finished_export(path: Path, config: TrainConfig, device: str = "cpu") -> TrainResult | None:
+    """The policy exported at `path` (`export_policy`) as a finished training of `config`, or None
+    where it is not one: no file; other settings; fewer epochs than `config.epochs` asks for without
+    the plateau rule having stopped it, or more; or no epoch log (policies exported before the log
+    was kept; `add_log_to_export` adds one). A finished model is all an evaluation needs, so a
+    run whose checkpoints are gone (they are not committed) is not trained again."""
+    if not path.is_file():
+        return None
+    payload = _read_checkpoint(path)
+    log = payload.get("log")
+    if payload["config"] != config.resume_key() or not log or len(log) != payload["epoch"]:
+        return None
+    stopped = plateau_reached([row["eval_cost"] for row in log], config.plateau_window, config.plateau_tolerance)
+    if payload["epoch"] > config.epochs or (payload["epoch"] < config.epochs and not stopped):
+        return None
+    return TrainResult(load_trained(path, device), pd.DataFrame(log), path)
 
 
 def resume_from_carry(checkpoint: Path, log_path: Path, carry_dir: Path) -> bool:
@@ -309,10 +334,27 @@ def load_trained(path, device: str = "cpu") -> AttentionModel:
 
 
 def export_policy(checkpoint, path) -> Path:
-    """Copy the current policy of a training checkpoint, without the optimiser, baseline and
-    generator states, to `path` (a few MB; `load_trained` reads it like a checkpoint)."""
+    """Copy the current policy of a training checkpoint and its epoch log, without the optimiser,
+    baseline and generator states, to `path` (a few MB; `load_trained` reads it like a checkpoint,
+    and `finished_export` takes it for the finished model where the checkpoint is gone)."""
     checkpoint, path = Path(checkpoint), Path(path)
     if not checkpoint.is_file():
         raise FileNotFoundError(f"no training checkpoint at {checkpoint}: train the model first")
     payload = _read_checkpoint(checkpoint)
-    return save_atomic({key: payload[key] for key in ("format", "config", "epoch", "model")}, path)
+    return save_atomic({key: payload[key] for key in ("format", "config", "epoch", "model", "log")}, path)
+
+
+def add_log_to_export(path, log: pd.DataFrame) -> Path:
+    """Write the epoch log `log` (one row per epoch, the columns of a training log; `seconds` may be
+    missing) into the exported policy at `path`, which was exported without one. Refuses a log
+    whose length is not the policy's epoch count."""
+    path = Path(path)
+    payload = _read_checkpoint(path)
+    if len(log) != payload["epoch"] or list(log.epoch) != list(range(1, payload["epoch"] + 1)):
+        raise ValueError(f"{path} was exported after epoch {payload['epoch']}: its log must have epochs "
+                         f"1..{payload['epoch']}, one row each (got {len(log)} rows)")
+    rows = log.assign(seconds=log["seconds"] if "seconds" in log else float("nan"))
+    columns = ["epoch", "train_cost", "baseline_cost", "eval_cost", "p_value", "baseline_updated", "lr", "seconds"]
+    payload["log"] = [{key: value.item() if hasattr(value, "item") else value for key, value in row.items()}
+                      for row in rows[columns].to_dict("records")]  # plain Python numbers, as training writes
+    return save_atomic(payload, path)

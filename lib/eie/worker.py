@@ -47,7 +47,7 @@ from .files import FileBusy, copy_atomic
 from .parameters import check_parameters
 from .paths import repo_root
 from .problems import training_notebooks
-from .training import checkpoint_epochs, plateau_reached
+from .training import TrainConfig, checkpoint_epochs, finished_export, plateau_reached
 
 
 def notebook_defaults(notebook: str) -> dict:
@@ -102,9 +102,11 @@ def run_worker(preset, notebook: str, poll_seconds: float = 30.0) -> None:
 def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     """One row per model of `preset` for `notebook`, from the epoch logs in results/<run>/checkpoints/:
     `done` epochs of `epochs`; `state` ("finished", "plateau" where the plateau rule stopped it,
-    "in progress", "not started"); the last held-out greedy cost; the median seconds of its last
-    `recent` epochs; and `hours_left`, its remaining epochs at that pace (at most: the plateau rule
-    may stop it earlier; for a model not started, the pace of the others)."""
+    "in progress", "not started", or "exported": no checkpoint here, but its finished policy is in
+    results/<run>/models/ and is what training reads, `eie.training.finished_export`); the last
+    held-out greedy cost; the median seconds of its last `recent` epochs; and `hours_left`, its
+    remaining epochs at that pace (at most: the plateau rule may stop it earlier; for a model not
+    started, the pace of the others)."""
     params = preset_parameters(preset, notebook)
     try:
         folder = study.results_dir(params["run"], create=False) / "checkpoints"
@@ -117,17 +119,21 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
             log_path = None if folder is None else folder / f"{name}_log.csv"
             started = log_path is not None and log_path.is_file()
             log = pd.read_csv(log_path) if started else pd.DataFrame(columns=["eval_cost", "seconds"])
+            exported = None if started or folder is None else finished_export(
+                folder.parent / "models" / f"{name}.pt", TrainConfig(rule=rule, seed=seed, **setup["config"]))
+            if exported is not None:  # trained elsewhere and exported: a worker reads it, trains nothing
+                log = exported.log
             done, epochs = len(log), params["epochs"]
             stopped = plateau_reached(list(log.eval_cost), params["plateau_window"], params["plateau_tolerance"])
-            state = ("finished" if done >= epochs else "plateau" if stopped else
+            state = ("exported" if exported is not None else "finished" if done >= epochs else "plateau" if stopped else
                      "in progress" if done else "not started")
             rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
                          "eval_cost": float(log.eval_cost.iloc[-1]) if done else float("nan"),
                          "s_per_epoch": float(log.seconds.tail(recent).median()) if done else float("nan")})
     status = pd.DataFrame(rows)
     pace = status.s_per_epoch.fillna(status.s_per_epoch.median())
-    left = (status.epochs - status.done).where(status.state.isin(["in progress", "not started"]), 0)
-    return status.assign(hours_left=(left * pace / 3600).round(2))
+    training = status.state.isin(["in progress", "not started"])
+    return status.assign(hours_left=((status.epochs - status.done) * pace / 3600).round(2).where(training, 0.0))
 
 
 def save_carry(preset, notebook: str) -> list[str]:
@@ -171,7 +177,7 @@ def print_status(preset, notebook: str) -> None:
     status = training_status(preset, notebook)
     with pd.option_context("display.width", 160, "display.max_rows", None):
         print(status.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    trained = status.state.isin(["finished", "plateau"]).sum()
+    trained = status.state.isin(["finished", "plateau", "exported"]).sum()
     if status.hours_left.isna().any():
         left = "hours left unknown until a model has run an epoch (no pace measured yet)"
     else:
