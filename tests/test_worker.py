@@ -12,12 +12,19 @@ from eie import study, training, worker
 from eie.files import exclusive
 
 
-def test_worker_trains_what_the_notebook_would(tmp_path, monkeypatch):
+def tiny_tsp_preset(tmp_path, monkeypatch, **settings):
+    """A preset of tiny TSP models (one per seed, 1/sqrt(d), N = 6), results under tmp_path; `settings`
+    replace the defaults."""
     monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
     preset = tmp_path / "tiny.yaml"
     preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"],
-                                      "epochs": 1, "steps_per_epoch": 2, "batch_size": 8, "baseline_eval_size": 8,
-                                      "device": "cpu"}))
+                                      "epochs": 1, "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4,
+                                      "device": "cpu", **settings}))
+    return preset
+
+
+def test_worker_trains_what_the_notebook_would(tmp_path, monkeypatch):
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, steps_per_epoch=2, batch_size=8, baseline_eval_size=8)
     params = worker.preset_parameters(preset, "03_train_tsp")
     assert params["n_train"] == 6 and params["lr"] == worker.notebook_defaults("03_train_tsp")["lr"]
     worker.run_worker(preset, "03_train_tsp")
@@ -31,11 +38,7 @@ def test_worker_trains_what_the_notebook_would(tmp_path, monkeypatch):
 
 
 def test_a_busy_model_is_left_to_its_worker(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
-    preset = tmp_path / "tiny.yaml"
-    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0, 1],
-                                      "rules": ["inv_sqrt_d"], "epochs": 1, "steps_per_epoch": 1, "batch_size": 4,
-                                      "baseline_eval_size": 4, "device": "cpu"}))
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, seeds=[0, 1])
     held = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed1.pt"
     calls = []
     real_sleep = worker.time.sleep
@@ -159,11 +162,7 @@ def test_recompute_gaps_replaces_the_reference_and_keeps_the_methods(tmp_path, m
 
 
 def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
-    preset = tmp_path / "tiny.yaml"
-    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0, 1], "rules": ["inv_sqrt_d"],
-                                      "epochs": 3, "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4,
-                                      "device": "cpu"}))
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, seeds=[0, 1], epochs=3)
     (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False,
                        **{**setup["config"], "epochs": 2})  # seed 0 interrupted after 2 of 3 epochs
@@ -206,11 +205,7 @@ def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(t
 
 def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_further_carried_one(tmp_path, monkeypatch,
                                                                                                  capsys):
-    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
-    preset = tmp_path / "tiny.yaml"
-    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"],
-                                      "epochs": 3, "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4,
-                                      "device": "cpu"}))
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3)
     (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
     checkpoints, carry = tmp_path / "tiny" / "checkpoints", tmp_path / "tiny" / "carry"
     name = "tsp_inv_sqrt_d_n6_seed0"
@@ -253,11 +248,7 @@ def test_carried_references_are_read_back_on_a_machine_without_checkpoints(tmp_p
 
 def test_a_model_exported_after_its_training_ended_is_not_trained_again_where_its_checkpoint_is_gone(tmp_path,
                                                                                                       monkeypatch, capsys):
-    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
-    preset = tmp_path / "tiny.yaml"
-    preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0], "rules": ["inv_sqrt_d"],
-                                      "epochs": 2, "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4,
-                                      "device": "cpu"}))
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
     (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
     name, checkpoints = "tsp_inv_sqrt_d_n6_seed0", tmp_path / "tiny" / "checkpoints"
     trained, log = study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
