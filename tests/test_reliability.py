@@ -179,6 +179,19 @@ def test_a_checkpoint_being_trained_is_locked(tmp_path):
     assert len(train(TrainConfig(epochs=1, **SMALL), tmp_path, name="run", progress=False, device="cpu").log) == 1
 
 
+def test_a_finished_model_is_read_while_another_process_holds_its_lock(tmp_path):
+    """A worker passing over the models it finished holds each lock for a moment; a notebook reading
+    one of them then is not refused. An unfinished one stays refused."""
+    first = train(TrainConfig(epochs=1, **SMALL), tmp_path, name="run", progress=False, device="cpu")
+    with exclusive(tmp_path / "run.pt", "trained"):
+        again = train(TrainConfig(epochs=1, **SMALL), tmp_path, name="run", progress=False, device="cpu")
+        assert again.log.equals(first.log)
+        for name, tensor in first.model.state_dict().items():
+            assert torch.equal(tensor, again.model.state_dict()[name]), name
+        with pytest.raises(FileBusy, match="being trained by another process"):  # one more epoch to train
+            train(TrainConfig(epochs=2, **SMALL), tmp_path, name="run", progress=False, device="cpu")
+
+
 def test_two_processes_training_one_model_at_once(tmp_path):
     """The second process is refused with a message; the first finishes and its checkpoint is whole."""
     code = ("import sys; from eie.training import TrainConfig, train; "

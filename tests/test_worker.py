@@ -267,17 +267,17 @@ def test_a_model_exported_after_its_training_ended_is_not_trained_again_where_it
     assert study.export_policies([name], run="tiny") == [exported]  # left as it is
     # a longer run of the same model cannot continue from a policy without its optimiser: it trains
     longer = {**setup["config"], "epochs": 3}
-    assert training.finished_export(exported, training.TrainConfig(rule="inv_sqrt_d", seed=0, **longer)) is None
+    assert training.finished_training(exported, training.TrainConfig(rule="inv_sqrt_d", seed=0, **longer)) is None
     # a policy exported before the log was kept is not taken for a finished training ...
     payload = torch.load(exported, weights_only=True)
     del payload["log"]
     torch.save(payload, exported)
     config = training.TrainConfig(rule="inv_sqrt_d", seed=0, **setup["config"])
-    assert training.finished_export(exported, config) is None
+    assert training.finished_training(exported, config) is None
     # ... until its log is written into it
     with pytest.raises(ValueError, match="epochs 1..2"):
         training.add_log_to_export(exported, log.head(1))
     training.add_log_to_export(exported, log.drop(columns=["seconds", "rule", "seed"]))
-    result = training.finished_export(exported, config)
+    result = training.finished_training(exported, config)
     assert result is not None and result.log.drop(columns="seconds").equals(
         log.drop(columns=["seconds", "rule", "seed"]))

@@ -251,7 +251,7 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
     A model with no checkpoint here but one in results/<run>/carry/ (committed by `python -m
     eie.worker PRESET NB --save-carry` on another machine) resumes from that one; a model with
     neither but exported to results/<run>/models/ after its training ended is read from there and
-    not trained again (`eie.training.finished_export`).
+    not trained again (`eie.training.finished_training`).
     Returns ({(rule, seed): model}, training log with columns rule, seed, epoch, ...).
     """
     models, logs = {}, []

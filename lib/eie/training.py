@@ -30,7 +30,7 @@ from scipy import stats
 from tqdm import tqdm
 
 from .evaluation import greedy_costs
-from .files import copy_atomic, exclusive, load_tensors, remove_stale_temporaries, save_atomic
+from .files import FileBusy, copy_atomic, exclusive, load_tensors, remove_stale_temporaries, save_atomic
 from . import methods
 from .model import PRECISIONS, AttentionModel, ModelConfig
 from .problems import make_problem
@@ -166,35 +166,45 @@ def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "
     model is in eval mode and runs in float32 whatever `config.precision` trained it in.
 
     Gradients are on inside whatever grad mode the caller is in. While it runs the checkpoint is
-    locked: a second process training the same model into the same folder is refused (`FileBusy`).
+    locked: a second process training the same model into the same folder is refused (`FileBusy`),
+    unless the model is finished (then it is read: nothing writes to it again).
     Where `run_dir` has no checkpoint of `name` but `carry_dir` has one (a copy carried from
     another machine, see `eie.worker --save-carry`), training resumes from that copy. Where neither
     has one but `exported_dir` holds this model exported after its training ended
-    (`finished_export`), that policy is returned and nothing is trained.
+    (`finished_training`), that policy is returned and nothing is trained.
     """
     device = resolve_device(device)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     name = name or f"{config.problem}_{config.rule}_n{config.n_train}_seed{config.seed}"
     checkpoint, log_path = run_dir / f"{name}.pt", run_dir / f"{name}_log.csv"
-    with exclusive(checkpoint, "trained"), torch.enable_grad():  # the caller's grad mode does not matter
-        remove_stale_temporaries(checkpoint)
-        if carry_dir is not None:
-            resume_from_carry(checkpoint, log_path, Path(carry_dir))
-        if not checkpoint.exists() and exported_dir is not None:
-            exported = finished_export(Path(exported_dir) / f"{name}.pt", config, str(device))
-            if exported is not None:
-                print(f"{name}: trained to the end already, read from {exported.checkpoint}", flush=True)
-                return exported
-        return _train_locked(config, checkpoint, log_path, name, device, progress)
+    try:
+        with exclusive(checkpoint, "trained"), torch.enable_grad():  # the caller's grad mode does not matter
+            remove_stale_temporaries(checkpoint)
+            if carry_dir is not None:
+                resume_from_carry(checkpoint, log_path, Path(carry_dir))
+            if not checkpoint.exists() and exported_dir is not None:
+                exported = finished_training(Path(exported_dir) / f"{name}.pt", config, str(device))
+                if exported is not None:
+                    print(f"{name}: trained to the end already, read from {exported.checkpoint}", flush=True)
+                    return exported
+            return _train_locked(config, checkpoint, log_path, name, device, progress)
+    except FileBusy:
+        # Another process holds the lock. Where the model is finished, that process is only reading it
+        # (a worker passing over the models it has trained) and nothing will write to it again.
+        finished = finished_training(checkpoint, config, str(device))
+        if finished is None:
+            raise
+        return finished
 
 
-def finished_export(path: Path, config: TrainConfig, device: str = "cpu") -> TrainResult | None:
-    """The policy exported at `path` (`export_policy`) as a finished training of `config`, or None
-    where it is not one: no file; other settings; fewer epochs than `config.epochs` asks for without
-    the plateau rule having stopped it, or more; or no epoch log (policies exported before the log
-    was kept; `add_log_to_export` adds one). A finished model is all an evaluation needs, so a
-    run whose checkpoints are gone (they are not committed) is not trained again."""
+def finished_training(path: Path, config: TrainConfig, device: str = "cpu") -> TrainResult | None:
+    """The policy at `path`, a training checkpoint or a policy exported from one (`export_policy`),
+    as a finished training of `config`, or None where it is not one: no file; other settings; fewer
+    epochs than `config.epochs` asks for without the plateau rule having stopped it, or more; or no
+    epoch log (policies exported before the log was kept; `add_log_to_export` adds one). A finished
+    model is all an evaluation needs, so a run whose checkpoints are gone (they are not committed)
+    is not trained again, and a finished checkpoint another process holds is read without waiting."""
     if not path.is_file():
         return None
     payload = _read_checkpoint(path)
@@ -336,7 +346,7 @@ def load_trained(path, device: str = "cpu") -> AttentionModel:
 def export_policy(checkpoint, path) -> Path:
     """Copy the current policy of a training checkpoint and its epoch log, without the optimiser,
     baseline and generator states, to `path` (a few MB; `load_trained` reads it like a checkpoint,
-    and `finished_export` takes it for the finished model where the checkpoint is gone)."""
+    and `finished_training` takes it for the finished model where the checkpoint is gone)."""
     checkpoint, path = Path(checkpoint), Path(path)
     if not checkpoint.is_file():
         raise FileNotFoundError(f"no training checkpoint at {checkpoint}: train the model first")

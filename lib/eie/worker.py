@@ -47,7 +47,7 @@ from .files import FileBusy, copy_atomic
 from .parameters import check_parameters
 from .paths import repo_root
 from .problems import training_notebooks
-from .training import TrainConfig, checkpoint_epochs, finished_export, plateau_reached
+from .training import TrainConfig, checkpoint_epochs, finished_training, plateau_reached
 
 
 def notebook_defaults(notebook: str) -> dict:
@@ -103,7 +103,7 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     """One row per model of `preset` for `notebook`, from the epoch logs in results/<run>/checkpoints/:
     `done` epochs of `epochs`; `state` ("finished", "plateau" where the plateau rule stopped it,
     "in progress", "not started", or "exported": no checkpoint here, but its finished policy is in
-    results/<run>/models/ and is what training reads, `eie.training.finished_export`); the last
+    results/<run>/models/ and is what training reads, `eie.training.finished_training`); the last
     held-out greedy cost; the median seconds of its last `recent` epochs; and `hours_left`, its
     remaining epochs at that pace (at most: the plateau rule may stop it earlier; for a model not
     started, the pace of the others)."""
@@ -119,7 +119,7 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
             log_path = None if folder is None else folder / f"{name}_log.csv"
             started = log_path is not None and log_path.is_file()
             log = pd.read_csv(log_path) if started else pd.DataFrame(columns=["eval_cost", "seconds"])
-            exported = None if started or folder is None else finished_export(
+            exported = None if started or folder is None else finished_training(
                 folder.parent / "models" / f"{name}.pt", TrainConfig(rule=rule, seed=seed, **setup["config"]))
             if exported is not None:  # trained elsewhere and exported: a worker reads it, trains nothing
                 log = exported.log
