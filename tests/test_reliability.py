@@ -236,6 +236,15 @@ def test_atomic_save_leaves_the_previous_file_when_interrupted(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_the_same_payload_saved_twice_gives_the_same_bytes(tmp_path):
+    """An export saved again unchanged (notebook 04 exports seed 0's policy on every run) is not a
+    change to git: the archive holds no trace of the temporary file it was written through."""
+    payload = {"model": {"w": torch.arange(6.0).reshape(2, 3)}, "epoch": 3, "log": [{"eval_cost": 1.5}]}
+    first = save_atomic(payload, tmp_path / "policy.pt").read_bytes()
+    assert save_atomic(payload, tmp_path / "policy.pt").read_bytes() == first
+    assert save_atomic(payload, tmp_path / "other" / "policy.pt").read_bytes() == first
+
+
 def test_run_names_cannot_leave_results(tmp_path):
     for bad in ("../../tmp/x", "..", ".hidden", "a/b", "", "a b"):
         with pytest.raises(ValueError, match="plain folder name"):

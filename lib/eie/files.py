@@ -39,9 +39,11 @@ def _written_then_renamed(path):
 
 
 def save_atomic(payload, path) -> Path:
-    """`torch.save(payload, path)` that never leaves a half-written `path` behind."""
-    with _written_then_renamed(path) as temporary:
-        torch.save(payload, temporary)
+    """`torch.save(payload, path)` that never leaves a half-written `path` behind. The same payload
+    gives the same bytes (saved through a file handle, the archive's inner folder is not named after
+    the temporary file), so a committed file saved again unchanged is not a change to git."""
+    with _written_then_renamed(path) as temporary, open(temporary, "wb") as handle:
+        torch.save(payload, handle)
     return Path(path)
 
 
