@@ -1,13 +1,15 @@
-"""Which attention scale does the cpu_paper TSP100 model (seed 0) want at a longer n? A constant
+"""Which attention scale does a cpu_paper model (TSP100 or CVRP100, one seed) want at a longer n? A constant
 lambda = f / sqrt(d) at every n, applied where EIE applies its lambda(n) (the encoder's
 self-attention and the decoder's glimpse), swept over f on the first `--instances` instances of the
-Table 2 test set, at n = 400 and 800; beside the factors that EIE (lambda(n) sqrt(d)) and
+Table 2 (TSP) or Table 3 (CVRP, C_v = 10) test set, at n = 400 and 800; beside the factors that EIE (lambda(n) sqrt(d)) and
 log_N(n)/sqrt(d) (ln n / ln N) use at the same n. A diagnostic for why EIE loses to 1/sqrt(d) at
 N = 100 (README.md): if the best f lies well below EIE's, EIE sharpens the attention further than
 the trained model can use.
-Run from the repository root: .venv/bin/python results/cpu_paper/lambda_sweep.py [--instances 256]
-Writes results/cpu_paper/lambda_sweep.csv and figures/cpu_paper_lambda_sweep.png (`--plot-only`:
-redraw the figure from the csv).
+Run from the repository root:
+  .venv/bin/python results/cpu_paper/lambda_sweep.py [--instances 256] [--problem cvrp --seed 1]
+Writes results/cpu_paper/lambda_sweep.csv and figures/cpu_paper_lambda_sweep.png for the TSP model
+of seed 0, otherwise lambda_sweep_<problem>_seed<seed>.csv and cpu_paper_lambda_sweep_<problem>_seed<seed>.png
+(`--plot-only`: redraw the figure from the csv).
 """
 
 import argparse
@@ -24,25 +26,35 @@ from eie.evaluation import fixed_test_set, greedy_costs
 from eie.methods import label
 from eie.scaling import ScalingRule
 
-PRESET = worker.preset_parameters("presets/cpu_paper.yaml", "03_train_tsp")
-N, N_MAX = PRESET["n_train"], PRESET["n_max"]  # the EIE net and the lambda* table are fitted to [N, N_MAX]
-MODEL = f"tsp_inv_sqrt_d_n{N}_seed0"
+NOTEBOOKS = {"tsp": "03_train_tsp", "cvrp": "04_train_cvrp"}
+TAGS = {"tsp": "", "cvrp": "_C10"}  # the capacity of the CVRP models of presets/cpu_paper.yaml
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--problem", choices=sorted(NOTEBOOKS), default="tsp")
+parser.add_argument("--seed", type=int, default=0, help="which exported 1/sqrt(d) model (results/cpu_paper/models/)")
 parser.add_argument("--instances", type=int, default=256)
 parser.add_argument("--lengths", type=int, nargs="+", default=[400, 800])
 parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the existing csv")
 parser.add_argument("--factors", type=float, nargs="+", default=[0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0])
 args = parser.parse_args()
+PRESET = worker.preset_parameters("presets/cpu_paper.yaml", NOTEBOOKS[args.problem])
+N, N_MAX = PRESET["n_train"], PRESET["n_max"]  # the EIE net and the lambda* table are fitted to [N, N_MAX]
+MODEL = study.model_name(args.problem, "inv_sqrt_d", N, args.seed, tag=TAGS[args.problem])
 if args.instances < 2 or any(not N < n <= N_MAX for n in args.lengths) or any(f <= 0 for f in args.factors):
     parser.error(f"need --instances >= 2, every length in ({N}, {N_MAX}] and every factor > 0")
 
-CSV = "results/cpu_paper/lambda_sweep.csv"
+SUFFIX = "" if (args.problem, args.seed) == ("tsp", 0) else f"_{args.problem}_seed{args.seed}"
+CSV = f"results/cpu_paper/lambda_sweep{SUFFIX}.csv"
+COST = {"tsp": "tour length", "cvrp": "total distance"}[args.problem]
+COLUMN = COST.replace(" ", "_")  # the csv's column of mean costs
 
 
 def sweep() -> pd.DataFrame:
-    """The tour lengths of every factor and of EIE and log_N at every length, as a table."""
+    """The mean costs of every factor and of EIE and log_N at every length, as a table."""
     torch.set_grad_enabled(False)
+    if not (study.results_dir(PRESET["run"], create=False) / "models" / f"{MODEL}.pt").is_file():
+        parser.error(f"no exported policy {MODEL} in results/{PRESET['run']}/models/: run notebook "
+                     f"{NOTEBOOKS[args.problem]} with presets/cpu_paper.yaml, or export it (eie.study.export_policies)")
     model = study.load_policies([MODEL], run=PRESET["run"])[MODEL]
     d = model.config.head_dim
     net, table = study.ensure_scales(d, N, N_MAX, run=PRESET["run"])  # the run's own, as in Table 2
@@ -62,12 +74,12 @@ def sweep() -> pd.DataFrame:
             for name, factor, method in runs:
                 costs = greedy_costs(model, instances, method, chunk=64)
                 rows.append({"n": n, "method": name, "factor": factor, "instances": args.instances,
-                             "tour_length": float(costs.mean()),
+                             COLUMN: float(costs.mean()),
                              "sem": float(costs.std() / math.sqrt(args.instances))})
                 bar.update()
     frame = pd.DataFrame(rows)
-    plain_length = frame[frame.method == "f = 1"].set_index("n").tour_length
-    frame["vs_inv_sqrt_d_pct"] = 100 * (frame.tour_length / frame.n.map(plain_length) - 1)
+    plain_cost = frame[frame.method == "f = 1"].set_index("n")[COLUMN]
+    frame["vs_inv_sqrt_d_pct"] = 100 * (frame[COLUMN] / frame.n.map(plain_cost) - 1)
     frame.to_csv(CSV, index=False, float_format="%.4f")
     return frame
 
@@ -92,7 +104,7 @@ for ax, (n, part) in zip(axes[0], frame.groupby("n")):
         ax.plot(row.factor, row.vs_inv_sqrt_d_pct, "D", markersize=8, label=f"{label(key)} (f = {row.factor:.2f})",
                 color=plotting.rule_kwargs(key).get("color"))
     ax.axhline(0, color="0.6", lw=0.8)
-    ax.set(title=f"n = {n} (model trained at N = {N})", xlabel="f: lambda = f / sqrt(d) at every site",
-           ylabel="tour length vs 1/sqrt(d) (%)")
+    ax.set(title=f"n = {n} ({args.problem.upper()}, seed {args.seed}, trained at N = {N})",
+           xlabel="f: lambda = f / sqrt(d) at every site", ylabel=f"{COST} vs 1/sqrt(d) (%)")
     ax.legend(fontsize=8)
-print(plotting.save_figure(fig, "cpu_paper_lambda_sweep"))
+print(plotting.save_figure(fig, f"cpu_paper_lambda_sweep{SUFFIX}"))
