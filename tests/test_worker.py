@@ -77,6 +77,14 @@ def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
     pace = status.s_per_epoch[0]
     assert pace > 0 and status.hours_left[0] == round(pace / 3600, 2)
     assert status.hours_left[1] == round(3 * pace / 3600, 2)  # not started: at the others' pace
+    # on a new machine the unfinished model is where the carried copy left it, not "not started"
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])
+    checkpoints = tmp_path / "tiny" / "checkpoints"
+    checkpoints.rename(tmp_path / "first_machine")
+    carried = worker.training_status(preset, "03_train_tsp")
+    assert list(carried.state) == ["carried", "not started"] and list(carried.done) == [2, 0]
+    assert carried.hours_left[0] == status.hours_left[0]
+    (tmp_path / "first_machine").rename(checkpoints)
     worker.run_worker(preset, "03_train_tsp")
     assert list(worker.training_status(preset, "03_train_tsp").state) == ["finished", "finished"]
     worker.main([str(preset), "03_train_tsp", "--status"])

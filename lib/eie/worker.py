@@ -102,7 +102,8 @@ def run_worker(preset, notebook: str, poll_seconds: float = 30.0) -> None:
 def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     """One row per model of `preset` for `notebook`, from the epoch logs in results/<run>/checkpoints/:
     `done` epochs of `epochs`; `state` ("finished", "plateau" where the plateau rule stopped it,
-    "in progress", "not started", or "exported": no checkpoint here, but its finished policy is in
+    "in progress", "carried" (unfinished, its checkpoint only in results/<run>/carry/ or further there
+    than here: a worker resumes it from there), "not started", or "exported": no checkpoint here, but its finished policy is in
     results/<run>/models/ and is what training reads, `eie.training.finished_training`); the last
     held-out greedy cost; the median seconds of its last `recent` epochs; and `hours_left`, its
     remaining epochs at that pace (at most: the plateau rule may stop it earlier; for a model not
@@ -116,24 +117,35 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     for setup in study.training_setups(notebook, params):
         for rule, seed in study.model_pairs(params["rules"], study.seeds_by_rule(params)):
             name = study.model_name(setup["config"]["problem"], rule, params["n_train"], seed, setup["tag"])
-            log_path = None if folder is None else folder / f"{name}_log.csv"
-            started = log_path is not None and log_path.is_file()
-            log = pd.read_csv(log_path) if started else pd.DataFrame(columns=["eval_cost", "seconds"])
-            exported = None if started or folder is None else finished_training(
+            log, carried = _epoch_log(folder, name)
+            exported = None if len(log) or folder is None else finished_training(
                 folder.parent / "models" / f"{name}.pt", TrainConfig(rule=rule, seed=seed, **setup["config"]))
             if exported is not None:  # trained elsewhere and exported: a worker reads it, trains nothing
                 log = exported.log
             done, epochs = len(log), params["epochs"]
             stopped = plateau_reached(list(log.eval_cost), params["plateau_window"], params["plateau_tolerance"])
             state = ("exported" if exported is not None else "finished" if done >= epochs else "plateau" if stopped else
-                     "in progress" if done else "not started")
+                     "carried" if carried else "in progress" if done else "not started")
             rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
                          "eval_cost": float(log.eval_cost.iloc[-1]) if done else float("nan"),
                          "s_per_epoch": float(log.seconds.tail(recent).median()) if done else float("nan")})
     status = pd.DataFrame(rows)
     pace = status.s_per_epoch.fillna(status.s_per_epoch.median())
-    training = status.state.isin(["in progress", "not started"])
+    training = status.state.isin(["in progress", "carried", "not started"])
     return status.assign(hours_left=((status.epochs - status.done) * pace / 3600).round(2).where(training, 0.0))
+
+
+def _epoch_log(checkpoints: Path | None, name: str) -> tuple[pd.DataFrame, bool]:
+    """The epoch log of model `name`: this machine's (results/<run>/checkpoints/) or, where the copy
+    carried from another machine (results/<run>/carry/) has more epochs, the carried one, which is
+    where a worker resumes it (`eie.training`); and whether it is the carried one."""
+    logs = [] if checkpoints is None else [checkpoints / f"{name}_log.csv",
+                                           checkpoints.parent / "carry" / f"{name}_log.csv"]
+    found = [(pd.read_csv(path), path.parent.name == "carry") for path in logs if path.is_file()]
+    if not found:
+        return pd.DataFrame(columns=["eval_cost", "seconds"]), False
+    log, carried = max(found, key=lambda pair: len(pair[0]))  # ties: this machine's, listed first
+    return log, carried and len(log) > 0
 
 
 def save_carry(preset, notebook: str) -> list[str]:
@@ -152,8 +164,9 @@ def save_carry(preset, notebook: str) -> list[str]:
             copy_atomic(piece, carry / "evaluation" / piece.name)
     carried = []
     for row in status.itertuples():
-        if row.state in ("in progress", "finished", "plateau") and not _carry_is_further(
-                carry / f"{row.model}.pt", checkpoints / f"{row.model}.pt"):
+        local = checkpoints / f"{row.model}.pt"
+        if row.state in ("in progress", "carried", "finished", "plateau") and local.is_file() and not _carry_is_further(
+                carry / f"{row.model}.pt", local):
             for suffix in (".pt", "_log.csv"):
                 copy_atomic(checkpoints / f"{row.model}{suffix}", carry / f"{row.model}{suffix}")
             carried.append(f"{row.model} ({row.state}, {row.done} epochs)")
