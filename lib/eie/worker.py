@@ -105,7 +105,8 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     "in progress", "carried" (unfinished, its checkpoint only in results/<run>/carry/ or further there
     than here: a worker resumes it from there), "not started", or "exported": no checkpoint here, but
     its finished policy is in results/<run>/models/ and is what training reads,
-    `eie.training.finished_training`); the last held-out greedy cost; the median seconds of its last `recent` epochs; and `hours_left`, its
+    `eie.training.finished_training`); the last held-out greedy cost; the median seconds of its last
+    `recent` epochs; and `hours_left`, its
     remaining epochs at that pace (at most: the plateau rule may stop it earlier; for a model not
     started, the pace of the others)."""
     params = preset_parameters(preset, notebook)
