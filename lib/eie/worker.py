@@ -106,19 +106,19 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     than here: a worker resumes it from there), "not started", or "exported": no checkpoint here, but
     its finished policy is in results/<run>/models/ and is what training reads,
     `eie.training.finished_training`); the last held-out greedy cost; the median seconds of its last
-    `recent` epochs; and `hours_left`, its
-    remaining epochs at that pace (at most: the plateau rule may stop it earlier; for a model not
-    started, the pace of the others)."""
+    `recent` epochs; and `hours_left`, its remaining epochs at that pace (at most: the plateau rule
+    may stop it earlier; for a model not started, the pace of the others)."""
     params = preset_parameters(preset, notebook)
     try:
         folder = study.results_dir(params["run"], create=False) / "checkpoints"
     except FileNotFoundError:  # nothing of this run yet (and asking must not create its folder)
         folder = None
+    carry = None if folder is None else study.carry_folder(params["run"])  # the run's folder exists: nothing created
     rows = []
     for setup in study.training_setups(notebook, params):
         for rule, seed in study.model_pairs(params["rules"], study.seeds_by_rule(params)):
             name = study.model_name(setup["config"]["problem"], rule, params["n_train"], seed, setup["tag"])
-            log, carried = _epoch_log(folder, name)
+            log, carried = _epoch_log(folder, carry, name)
             exported = None if len(log) or folder is None else finished_training(
                 folder.parent / "models" / f"{name}.pt", TrainConfig(rule=rule, seed=seed, **setup["config"]))
             if exported is not None:  # trained elsewhere and exported: a worker reads it, trains nothing
@@ -136,13 +136,12 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     return status.assign(hours_left=((status.epochs - status.done) * pace / 3600).round(2).where(training, 0.0))
 
 
-def _epoch_log(checkpoints: Path | None, name: str) -> tuple[pd.DataFrame, bool]:
-    """The epoch log of model `name`: this machine's (results/<run>/checkpoints/) or, where the copy
-    carried from another machine (results/<run>/carry/) has more epochs, the carried one, which is
-    where a worker resumes it (`eie.training`); and whether it is the carried one."""
-    logs = [] if checkpoints is None else [checkpoints / f"{name}_log.csv",
-                                           checkpoints.parent / "carry" / f"{name}_log.csv"]
-    found = [(pd.read_csv(path), path.parent.name == "carry") for path in logs if path.is_file()]
+def _epoch_log(checkpoints: Path | None, carry: Path | None, name: str) -> tuple[pd.DataFrame, bool]:
+    """The epoch log of model `name`: this machine's (in `checkpoints`) or, where the copy carried
+    from another machine (in `carry`) has more epochs, the carried one, which is where a worker
+    resumes it (`eie.training`); and whether it is the carried one."""
+    logs = [] if checkpoints is None else [(checkpoints / f"{name}_log.csv", False), (carry / f"{name}_log.csv", True)]
+    found = [(pd.read_csv(path), is_carried) for path, is_carried in logs if path.is_file()]
     if not found:
         return pd.DataFrame(columns=["eval_cost", "seconds"]), False
     log, carried = max(found, key=lambda pair: len(pair[0]))  # ties: this machine's, listed first
