@@ -1,0 +1,51 @@
+"""Would a smaller learning rate after the plateau rule fires train the TSP20 model further?
+Continues the cpu_long_v2 1/sqrt(d) TSP20 model (seed 0), stopped by the plateau rule, for a few
+more epochs at a given learning rate, in a scratch folder: the same training loop
+(`eie.training.train`), the checkpoint's optimiser, baseline, held-out set and generators, only the
+learning rate changed (in the copied checkpoint, so that it resumes). The control is --lr 1e-4,
+the rate it was trained with.
+Run from the repository root:
+  .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --epochs 150
+Writes results/cpu_long_v2/lr_drop_probe_lr<lr>.csv (the epochs after the stop).
+"""
+
+import argparse
+import dataclasses
+import tempfile
+from pathlib import Path
+
+import torch
+
+from eie import study, training, worker
+from eie.files import save_atomic
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--lr", type=float, required=True, help="learning rate after the stop")
+parser.add_argument("--epochs", type=int, default=150, help="epochs to add (default 150)")
+parser.add_argument("--seed", type=int, default=0)
+args = parser.parse_args()
+torch.set_num_threads(1)
+
+name = f"tsp_inv_sqrt_d_n20_seed{args.seed}"
+source = Path("results/cpu_long_v2/checkpoints") / f"{name}.pt"
+if not source.is_file():
+    raise SystemExit(f"no checkpoint at {source}: train it first (results/cpu_long_v2/README.md)")
+state = torch.load(source, weights_only=False)
+stopped = state["epoch"]
+params = worker.preset_parameters("presets/cpu_long_v2.yaml", "08_rivals")
+setup = next(iter(study.training_setups("08_rivals", params)))
+base = training.TrainConfig(rule="inv_sqrt_d", seed=args.seed, **setup["config"])
+if state["config"] != base.resume_key():
+    raise SystemExit(f"{source} was not trained with the settings this probe assumes; see its config")
+config = dataclasses.replace(base, lr=args.lr, epochs=stopped + args.epochs, plateau_window=0)
+state["config"] = config.resume_key()
+for group in state["optimiser"]["param_groups"]:
+    group["lr"] = args.lr
+with tempfile.TemporaryDirectory() as scratch:
+    save_atomic(state, Path(scratch) / f"{name}.pt")
+    result = training.train(config, scratch, name=name, device="cpu", progress=True)
+log = result.log[result.log.epoch > stopped]
+out = Path("results/cpu_long_v2") / f"lr_drop_probe_lr{args.lr:g}.csv"
+log.to_csv(out, index=False)
+print(f"stopped at epoch {stopped}; mean held-out greedy cost of the {args.epochs} epochs after it at lr {args.lr:g}: "
+      f"{log.eval_cost.mean():.4f} (last 50: {log.eval_cost.iloc[-50:].mean():.4f}); {out}")
