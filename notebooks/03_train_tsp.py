@@ -54,6 +54,8 @@ lr_decay_on_p = False  # the paper's "lr x 0.95 when p > 0.95"
 precision = "float32"  # "bfloat16": the encoder's linear layers in bfloat16 while training (results/precision/)
 plateau_window = 0  # W > 0: stop a model before `epochs` once its held-out cost stops improving over W epochs
 plateau_tolerance = 0.001  # ... by this relative amount (eie.training.plateau_reached)
+lr_drops = 0  # K > 0: the first K times the rule holds, lower the learning rate and go on instead of stopping
+lr_drop_factor = 0.25  # ... multiplying it by this (eie.training.plateau_action)
 sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
 n_mode = "instance"  # "instance" or "unmasked" (n the rules see while decoding)
 test_size = 256
@@ -99,7 +101,7 @@ print(study.describe_scales(net, table, d, n_train, n_max))
 
 # %% tags=[]
 models, logs = study.train_problem("03_train_tsp", params)
-print(run_checks.check_training_log(logs, rules, rule_seeds, epochs, plateau_window, plateau_tolerance))
+print(run_checks.check_training_log(logs, rules, rule_seeds, epochs, plateau_window, plateau_tolerance, lr_drops))
 
 # %% [markdown] tags=[]
 # Final held-out greedy tour length by rule and seed (machine-dependent, not compared):

@@ -61,6 +61,8 @@ lr_decay_on_p = False  # the paper's "lr x 0.95 when p > 0.95"
 precision = "float32"  # "bfloat16": the encoder's linear layers in bfloat16 while training (results/precision/)
 plateau_window = 0  # W > 0: stop a model before `epochs` once its held-out cost stops improving over W epochs
 plateau_tolerance = 0.001  # ... by this relative amount (eie.training.plateau_reached)
+lr_drops = 0  # K > 0: the first K times the rule holds, lower the learning rate and go on instead of stopping
+lr_drop_factor = 0.25  # ... multiplying it by this (eie.training.plateau_action)
 sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
 n_mode = "instance"  # "instance" or "unmasked" (n the rules see while decoding)
 size_counts_depot = False  # whether the n the rules see counts the depot
@@ -114,7 +116,7 @@ print(study.describe_scales(net, table, d, n_train, n_max))
 models, logs = study.train_problem("04_train_cvrp", params)  # models and logs by setting ("C10", ...)
 for setting in models:
     print(f"{setting}:", run_checks.check_training_log(logs[logs.setting == setting], rules, rule_seeds, epochs,
-                                                          plateau_window, plateau_tolerance))
+                                                          plateau_window, plateau_tolerance, lr_drops))
 
 # %% [markdown] tags=[]
 # Final held-out greedy distance by capacity, rule and seed (machine-dependent, not compared):

@@ -67,6 +67,8 @@ lr_decay_on_p = False
 precision = "float32"
 plateau_window = 0  # W > 0: stop a model before `epochs` once its held-out cost stops improving over W epochs
 plateau_tolerance = 0.001  # ... by this relative amount (eie.training.plateau_reached)
+lr_drops = 0  # K > 0: the first K times the rule holds, lower the learning rate and go on instead of stopping
+lr_drop_factor = 0.25  # ... multiplying it by this (eie.training.plateau_action)
 sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
 n_mode = "instance"
 test_size = 128
@@ -119,7 +121,7 @@ pd.set_option("display.width", 160)
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
 trained, logs = study.train_problem("08_rivals", params, prefix="rivals_")
 models = trained[""]
-print(run_checks.check_training_log(logs, rules, rule_seeds, epochs, plateau_window, plateau_tolerance))
+print(run_checks.check_training_log(logs, rules, rule_seeds, epochs, plateau_window, plateau_tolerance, lr_drops))
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT

@@ -1,10 +1,13 @@
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from eie import model as model_module
 from eie.model import DecoderCache
-from eie.training import TrainConfig, build_model, greedy_cost, load_trained, paired_t_test_p, plateau_reached, train
+from eie.run_checks import check_training_log
+from eie.training import (TrainConfig, build_model, greedy_cost, load_trained, paired_t_test_p, plateau_action,
+                          plateau_reached, train)
 
 SMALL = dict(problem="tsp", n_train=8, steps_per_epoch=2, batch_size=16, baseline_eval_size=32, lr=1e-3)
 
@@ -70,6 +73,43 @@ def test_a_run_stops_at_its_plateau_and_a_resumed_one_stops_there_too(tmp_path):
     assert len(longer.log) == ran + 1  # the rule off, the same checkpoint trains on
 
 
+def test_plateau_action_drops_the_rate_then_stops():
+    flat = [5.0] * 4
+    assert plateau_action(flat, [1.0] * 4, 2, 0.001) == "stop"  # lr_drops 0: the plateau rule as before
+    assert plateau_action(flat, [1.0] * 4, 2, 0.001, lr_drops=1) == "drop"
+    assert plateau_action(flat + [5.0], [1.0] * 4 + [0.25], 2, 0.001, lr_drops=1) == "train"  # a new phase
+    assert plateau_action(flat * 2, [1.0] * 4 + [0.25] * 4, 2, 0.001, lr_drops=1) == "stop"  # its one drop used
+    assert plateau_action(flat * 2, [1.0] * 4 + [0.25] * 4, 2, 0.001, lr_drops=2) == "drop"
+    falling = [8.0, 7.0, 6.0, 5.0]  # still improving in the current phase: train, whatever came before
+    assert plateau_action(flat + falling, [1.0] * 4 + [0.25] * 4, 2, 0.001, lr_drops=1) == "train"
+    with pytest.raises(ValueError, match="learning rates"):
+        plateau_action(flat, [1.0] * 3, 2, 0.001, lr_drops=1)
+
+
+def test_a_run_drops_its_rate_at_the_plateau_and_resumes_exactly(tmp_path):
+    """With lr_drops the first plateau lowers the learning rate instead of stopping; a model stopped
+    by the plain rule resumes into that phase when lr_drops is raised, and ends as one trained
+    straight through with it."""
+    plateau = dict(plateau_window=1, plateau_tolerance=0.49)
+    stopped = train(TrainConfig(epochs=12, **SMALL, **plateau), tmp_path / "a", progress=False, device="cpu")
+    ran = len(stopped.log)
+    assert ran < 12 and set(stopped.log.lr) == {1e-3}
+    dropping = dict(plateau, lr_drops=2, lr_drop_factor=0.5)
+    extended = train(TrainConfig(epochs=12, **SMALL, **dropping), tmp_path / "a", progress=False, device="cpu")
+    straight = train(TrainConfig(epochs=12, **SMALL, **dropping), tmp_path / "b", progress=False, device="cpu")
+    assert len(extended.log) > ran and extended.log.lr.iloc[ran] == 5e-4  # the epoch after the stop: half the rate
+    assert set(extended.log.lr) <= {1e-3, 5e-4, 2.5e-4}
+    pd.testing.assert_frame_equal(extended.log.drop(columns="seconds"), straight.log.drop(columns="seconds"))
+    for (name, p), q in zip(straight.model.state_dict().items(), extended.model.state_dict().values()):
+        assert torch.equal(p, q), name
+    logs = extended.log.assign(rule="inv_sqrt_d", seed=0)
+    assert "window 1" in check_training_log(logs, ["inv_sqrt_d"], [0], 12, 1, 0.49, lr_drops=2)
+    if len(extended.log) < 12:  # stopped after its two drops: the check knows the drops, the plain rule does not
+        assert set(extended.log.lr) == {1e-3, 5e-4, 2.5e-4}
+        with pytest.raises(Exception, match="plateau rule"):
+            check_training_log(logs, ["inv_sqrt_d"], [0], 12, 1, 0.49)
+
+
 def test_config_validation():
     with pytest.raises(ValueError, match="trained with one of"):
         TrainConfig(rule="eie")
@@ -81,6 +121,11 @@ def test_config_validation():
     with pytest.raises(ValueError, match="plateau_window >= 0"):
         TrainConfig(plateau_window=-1)
     assert "plateau_window" not in TrainConfig(plateau_window=5).resume_key()  # when to stop, like epochs
+    assert "lr_drops" not in TrainConfig(plateau_window=5, lr_drops=2).resume_key()  # stopped models extend
+    with pytest.raises(ValueError, match="needs plateau_window > 0"):
+        TrainConfig(lr_drops=1)
+    with pytest.raises(ValueError, match="lr_drop_factor"):
+        TrainConfig(plateau_window=5, lr_drops=1, lr_drop_factor=1.0)
 
 
 def test_a_bfloat16_encoder_stays_close_and_keeps_attention_in_float32(tmp_path):

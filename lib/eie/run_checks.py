@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import methods
-from .training import plateau_reached
+from .training import plateau_action
 
 
 class RunCheckFailed(AssertionError):
@@ -35,11 +35,11 @@ def _require(condition: bool, message: str) -> None:
 
 
 def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_window: int = 0,
-                       plateau_tolerance: float = 0.001) -> str:
+                       plateau_tolerance: float = 0.001, lr_drops: int = 0) -> str:
     """Assert the training log is complete and sane; return one line that says what was checked.
     `seeds`: every rule's seeds, or {rule: its seeds} (`study.seeds_by_rule`). With the plateau rule
-    on (`eie.training.plateau_reached`), a model may stop before `epochs`, but only at the first
-    epoch where the rule holds."""
+    on (`eie.training.plateau_action`), a model may stop before `epochs`, but only at the first
+    epoch where the rule says stop (after its `lr_drops` drops of the learning rate)."""
     if isinstance(seeds, dict):
         _require(set(rules) <= set(seeds), f"training log check: no seeds given for {sorted(set(rules) - set(seeds))}")
     from .study import seeds_per_rule
@@ -52,15 +52,16 @@ def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_win
             ran = len(part)
             _require(list(part.epoch) == list(range(1, ran + 1)) and (ran == epochs or 1 <= ran < epochs and plateau_window),
                      f"training log of {rule}, seed {seed}: epochs {list(part.epoch)}, expected 1..{epochs}")
-            costs = list(part.eval_cost)
-            first_plateau = next((k for k in range(1, ran + 1)
-                                  if plateau_reached(costs[:k], plateau_window, plateau_tolerance)), None)
+            _require("lr" in part or not lr_drops, "training log: no lr column, which lr_drops > 0 needs")
+            costs, lrs = list(part.eval_cost), list(part.lr) if "lr" in part else None
+            first_plateau = next((k for k in range(1, ran + 1) if plateau_action(
+                costs[:k], lrs and lrs[:k], plateau_window, plateau_tolerance, lr_drops) == "stop"), None)
             expected = (ran,) if ran < epochs else (None, epochs)  # stopped where the rule first held, or ran all
             _require(first_plateau in expected,
                      f"training log of {rule}, seed {seed}: {ran} of {epochs} epochs, but the plateau rule "
                      f"(window {plateau_window}, tolerance {plateau_tolerance}) first holds at epoch {first_plateau}; "
-                     "were plateau_window or plateau_tolerance changed while the model trained? (a resumed run "
-                     "keeps training under the new values)")
+                     "were plateau_window, plateau_tolerance or lr_drops changed while the model trained? "
+                     "(a resumed run keeps training under the new values)")
             stopped += ran < epochs
     extra = sorted(set(zip(log.rule, log.seed)) - {(rule, seed) for rule in rules for seed in per_rule[rule]})
     _require(not extra, f"training log: models {extra} were not asked for (rules {list(rules)}, seeds {per_rule})")

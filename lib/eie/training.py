@@ -8,7 +8,10 @@ new held-out set is drawn. Option `lr_decay_on_p` is the EIE paper's rule: when 
 exceeds 0.95 the learning rate is multiplied by 0.95. Option `plateau_window` (W epochs) stops a
 run before `epochs` once the held-out greedy cost has stopped improving: the mean of the last W
 epochs is less than `plateau_tolerance` (relative) below the mean of the W epochs before them
-(`plateau_reached`). The rule reads only the log, so a resumed run stops at the same epoch.
+(`plateau_reached`). Option `lr_drops` (K) makes the first K times the rule holds a lower learning
+rate instead of a stop (multiplied by `lr_drop_factor`, a "reduce on plateau"), each time judged on
+the epochs since the last drop (`plateau_action`). The rules read only the log, so a resumed run
+stops (or drops) at the same epoch.
 
 A checkpoint is written atomically after every epoch (model, baseline, optimiser, random-generator
 states, held-out set); a run started again with the same configuration resumes from it and ends
@@ -57,6 +60,8 @@ class TrainConfig:
     precision: str = "float32"  # "bfloat16": the encoder's linear layers under bfloat16 autocast while training
     plateau_window: int = 0  # W > 0: stop before `epochs` once the held-out cost stops improving (`plateau_reached`)
     plateau_tolerance: float = 0.001
+    lr_drops: int = 0  # K > 0: the first K plateaus multiply lr by lr_drop_factor and training goes on
+    lr_drop_factor: float = 0.25
     seed: int = 0
     model: ModelConfig = ModelConfig()
 
@@ -75,6 +80,12 @@ class TrainConfig:
         if self.plateau_window < 0 or not 0 <= self.plateau_tolerance < 1:
             raise ValueError(f"plateau_window >= 0 (0: train every epoch) and 0 <= plateau_tolerance < 1 are required, "
                              f"got {self.plateau_window} and {self.plateau_tolerance}")
+        if self.lr_drops < 0 or not 0 < self.lr_drop_factor < 1:
+            raise ValueError(f"lr_drops >= 0 and 0 < lr_drop_factor < 1 are required, got {self.lr_drops} and "
+                             f"{self.lr_drop_factor}")
+        if self.lr_drops and (not self.plateau_window or self.lr_decay_on_p):
+            raise ValueError("lr_drops > 0 lowers the learning rate where the plateau rule holds: it needs "
+                             "plateau_window > 0, and lr_decay_on_p off (two rules would change the rate)")
 
     def resume_key(self) -> dict:
         """Everything but when to stop (epochs, the plateau rule) must match to resume (a run may be extended)."""
@@ -82,7 +93,9 @@ class TrainConfig:
         key.pop("epochs")
         if key["precision"] == "float32":
             key.pop("precision")  # checkpoints written before the option resume
-        for name in ("plateau_window", "plateau_tolerance"):  # like epochs, they only say when to stop
+        # Like epochs, these say when to stop (or, lr_drops, when to go on at a lower rate): a model
+        # stopped by the plateau rule resumes into its next phase when lr_drops is raised.
+        for name in ("plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor"):
             key.pop(name)
         key["sites"] = list(key["sites"])
         return key
@@ -127,6 +140,28 @@ def plateau_reached(eval_costs, window: int, tolerance: float) -> bool:
     recent = sum(eval_costs[-window:]) / window
     before = sum(eval_costs[-2 * window:-window]) / window
     return before - recent < tolerance * abs(before)
+
+
+def plateau_action(eval_costs, lrs, window: int, tolerance: float, lr_drops: int = 0) -> str:
+    """What the plateau rule says before the next epoch, from the epoch log so far (the held-out
+    costs, and the learning rate of each epoch, read only with `lr_drops`): "train", "drop" (the
+    cost has stopped improving at this rate and a drop is left: lower the rate and train on) or
+    "stop". With `lr_drops` > 0 the rule looks only at the current phase, the last epochs trained
+    at the last epoch's rate, and the drops made so far are the changes of rate in the log; with 0
+    it looks at every epoch (`plateau_reached`)."""
+    costs = list(eval_costs)
+    if not lr_drops:  # the learning rates are not read (a log without them will do)
+        return "stop" if plateau_reached(costs, window, tolerance) else "train"
+    lrs = [] if lrs is None else list(lrs)
+    if len(costs) != len(lrs):
+        raise ValueError(f"plateau_action: {len(costs)} held-out costs but {len(lrs)} learning rates")
+    start = len(lrs)
+    while start > 0 and lrs[start - 1] == lrs[-1]:
+        start -= 1
+    if not plateau_reached(costs[start:], window, tolerance):
+        return "train"
+    drops = sum(1 for before, after in zip(lrs, lrs[1:]) if after != before)
+    return "drop" if drops < lr_drops else "stop"
 
 
 def _read_checkpoint(path: Path) -> dict:
@@ -211,7 +246,8 @@ def finished_training(path: Path, config: TrainConfig, device: str = "cpu") -> T
     log = payload.get("log")
     if payload["config"] != config.resume_key() or not log or len(log) != payload["epoch"]:
         return None
-    stopped = plateau_reached([row["eval_cost"] for row in log], config.plateau_window, config.plateau_tolerance)
+    stopped = plateau_action([row["eval_cost"] for row in log], [row.get("lr") for row in log], config.plateau_window,
+                             config.plateau_tolerance, config.lr_drops) == "stop"
     if payload["epoch"] > config.epochs or (payload["epoch"] < config.epochs and not stopped):
         return None
     return TrainResult(load_trained(path, device), pd.DataFrame(log), path)
@@ -277,8 +313,13 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
     bar = tqdm(range(start_epoch, config.epochs), desc=name, disable=not progress, initial=start_epoch,
                total=config.epochs, mininterval=1.0)
     for epoch in bar:
-        if plateau_reached([row["eval_cost"] for row in rows], config.plateau_window, config.plateau_tolerance):
+        action = plateau_action([row["eval_cost"] for row in rows], [row["lr"] for row in rows],
+                                config.plateau_window, config.plateau_tolerance, config.lr_drops)
+        if action == "stop":
             break  # checked before each epoch, so a resumed run that had stopped stops again at once
+        if action == "drop":  # the epoch's row records the new rate, so a resumed run does not drop twice
+            for group in optimiser.param_groups:
+                group["lr"] *= config.lr_drop_factor
         started = time.perf_counter()
         model.train()
         costs, base = [], []

@@ -47,7 +47,7 @@ from .files import FileBusy, copy_atomic
 from .parameters import check_parameters
 from .paths import repo_root
 from .problems import training_notebooks
-from .training import TrainConfig, checkpoint_epochs, finished_training, plateau_reached
+from .training import TrainConfig, checkpoint_epochs, finished_training, plateau_action
 
 
 def notebook_defaults(notebook: str) -> dict:
@@ -124,7 +124,8 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
             if exported is not None:  # trained elsewhere and exported: a worker reads it, trains nothing
                 log = exported.log
             done, epochs = len(log), params["epochs"]
-            stopped = plateau_reached(list(log.eval_cost), params["plateau_window"], params["plateau_tolerance"])
+            stopped = plateau_action(list(log.eval_cost), log.get("lr"), params["plateau_window"],
+                                     params["plateau_tolerance"], params["lr_drops"]) == "stop"
             state = ("exported" if exported is not None else "finished" if done >= epochs else "plateau" if stopped else
                      "carried" if carried else "in progress" if done else "not started")
             rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
