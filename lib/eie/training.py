@@ -313,7 +313,7 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
     bar = tqdm(range(start_epoch, config.epochs), desc=name, disable=not progress, initial=start_epoch,
                total=config.epochs, mininterval=1.0)
     for epoch in bar:
-        action = plateau_action([row["eval_cost"] for row in rows], [row["lr"] for row in rows],
+        action = plateau_action([row["eval_cost"] for row in rows], [row.get("lr") for row in rows],
                                 config.plateau_window, config.plateau_tolerance, config.lr_drops)
         if action == "stop":
             break  # checked before each epoch, so a resumed run that had stopped stops again at once
