@@ -164,6 +164,12 @@ def plateau_action(eval_costs, lrs, window: int, tolerance: float, lr_drops: int
     return "drop" if drops < lr_drops else "stop"
 
 
+def _log_action(rows, config: TrainConfig) -> str:
+    """`plateau_action` on a run's epoch log (its rows) under `config`'s rule."""
+    return plateau_action([row["eval_cost"] for row in rows], [row.get("lr") for row in rows],
+                          config.plateau_window, config.plateau_tolerance, config.lr_drops)
+
+
 def _read_checkpoint(path: Path) -> dict:
     """A training checkpoint or exported policy, read safely and checked to be one."""
     payload = load_tensors(path, "training checkpoint")
@@ -246,8 +252,7 @@ def finished_training(path: Path, config: TrainConfig, device: str = "cpu") -> T
     log = payload.get("log")
     if payload["config"] != config.resume_key() or not log or len(log) != payload["epoch"]:
         return None
-    stopped = plateau_action([row["eval_cost"] for row in log], [row.get("lr") for row in log], config.plateau_window,
-                             config.plateau_tolerance, config.lr_drops) == "stop"
+    stopped = _log_action(log, config) == "stop"
     if payload["epoch"] > config.epochs or (payload["epoch"] < config.epochs and not stopped):
         return None
     return TrainResult(load_trained(path, device), pd.DataFrame(log), path)
@@ -313,8 +318,7 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
     bar = tqdm(range(start_epoch, config.epochs), desc=name, disable=not progress, initial=start_epoch,
                total=config.epochs, mininterval=1.0)
     for epoch in bar:
-        action = plateau_action([row["eval_cost"] for row in rows], [row.get("lr") for row in rows],
-                                config.plateau_window, config.plateau_tolerance, config.lr_drops)
+        action = _log_action(rows, config)
         if action == "stop":
             break  # checked before each epoch, so a resumed run that had stopped stops again at once
         if action == "drop":  # the epoch's row records the new rate, so a resumed run does not drop twice

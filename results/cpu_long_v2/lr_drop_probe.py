@@ -3,10 +3,12 @@ Continues the cpu_long_v2 1/sqrt(d) TSP20 model (seed 0), stopped by the plateau
 more epochs at a given learning rate, in a scratch folder: the same training loop
 (`eie.training.train`), the checkpoint's optimiser, baseline, held-out set and generators, only the
 learning rate changed (in the copied checkpoint, so that it resumes). The control is --lr 1e-4,
-the rate it was trained with.
+the rate it was trained with. It continues whatever the checkpoint holds: the logged probe
+(2026-11-25) started from epoch 529, where the plain plateau rule had stopped the model; since the
+preset's `lr_drops` the checkpoint has trained on past it, so a rerun starts later.
 Run from the repository root:
   .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --epochs 150
-Writes results/cpu_long_v2/lr_drop_probe_lr<lr>.csv (the epochs after the stop).
+Writes results/cpu_long_v2/lr_drop_probe_lr<lr>_from<epoch>.csv (the epochs after the start).
 """
 
 import argparse
@@ -37,7 +39,7 @@ setup = next(iter(study.training_setups("08_rivals", params)))
 base = training.TrainConfig(rule="inv_sqrt_d", seed=args.seed, **setup["config"])
 if state["config"] != base.resume_key():
     raise SystemExit(f"{source} was not trained with the settings this probe assumes; see its config")
-config = dataclasses.replace(base, lr=args.lr, epochs=stopped + args.epochs, plateau_window=0)
+config = dataclasses.replace(base, lr=args.lr, epochs=stopped + args.epochs, plateau_window=0, lr_drops=0)
 state["config"] = config.resume_key()
 for group in state["optimiser"]["param_groups"]:
     group["lr"] = args.lr
@@ -45,7 +47,7 @@ with tempfile.TemporaryDirectory() as scratch:
     save_atomic(state, Path(scratch) / f"{name}.pt")
     result = training.train(config, scratch, name=name, device="cpu", progress=True)
 log = result.log[result.log.epoch > stopped]
-out = Path("results/cpu_long_v2") / f"lr_drop_probe_lr{args.lr:g}.csv"
+out = Path("results/cpu_long_v2") / f"lr_drop_probe_lr{args.lr:g}_from{stopped}.csv"
 log.to_csv(out, index=False)
 print(f"stopped at epoch {stopped}; mean held-out greedy cost of the {args.epochs} epochs after it at lr {args.lr:g}: "
       f"{log.eval_cost.mean():.4f} (last 50: {log.eval_cost.iloc[-50:].mean():.4f}); {out}")
