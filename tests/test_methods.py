@@ -153,6 +153,23 @@ def test_training_figure_tells_seeds_apart_and_floors_p_values():
     assert low < P_FLOOR and 1.0 < high < 10
 
 
+def test_training_figure_marks_the_epochs_where_the_learning_rate_was_lowered():
+    import pandas as pd
+
+    from eie.plotting import training_figure
+
+    lrs = [1e-4, 1e-4, 2.5e-5, 2.5e-5, 6.25e-6]
+    rows = [dict(setting="", rule="inv_sqrt_d", seed=seed, epoch=e + 1, eval_cost=10.0 - e, p_value=0.5, lr=lr)
+            for seed in (0, 1) for e, lr in enumerate(lrs)]
+    fig = training_figure(pd.DataFrame(rows), "cost")
+    markers = [line for line in fig.axes[0].get_lines() if line.get_marker() == "v"]
+    assert len(markers) == 2  # one per seed
+    assert all(list(line.get_xdata()) == [3, 5] and list(line.get_ydata()) == [8.0, 6.0] for line in markers)
+    assert [line.get_label() for line in markers].count("learning rate lowered") == 1
+    unchanged = training_figure(pd.DataFrame(rows).assign(lr=1e-4), "cost")
+    assert not [line for line in unchanged.axes[0].get_lines() if line.get_marker() == "v"]
+
+
 def test_tsplib_figure_draws_each_methods_gap_and_its_difference_to_the_base_model_instance_by_instance():
     import pandas as pd
 

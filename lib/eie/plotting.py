@@ -137,16 +137,24 @@ def training_figure(logs, ylabel: str, maximise: bool = False):
     line per (rule, seed; the seeds of a rule share its colour and differ in line style); a last
     panel with the baseline test's p-value (the 0.05 line dotted; p below 1e-12 drawn at 1e-12, so
     that the axis shows the range where the test decides).
-    `logs` are `eie.study.train_problem`'s (columns setting, rule, seed, epoch, eval_cost, p_value);
+    `logs` are `eie.study.train_problem`'s (columns setting, rule, seed, epoch, eval_cost, p_value,
+    and lr where logged: the epochs where the learning rate was lowered, `lr_drops`, are marked ▼);
     with `maximise` the objective shown is -eval_cost (bin packing's load rate)."""
     settings = list(dict.fromkeys(logs.setting))
     seeds = sorted(set(logs.seed))
     fig, axes = plt.subplots(1, len(settings) + 1, figsize=(5.2 * (len(settings) + 1), 3.6), squeeze=False)
+    drop_label = "learning rate lowered"
     for ax, setting in zip(axes[0], settings):
         for (rule, seed), log in logs[logs.setting == setting].groupby(["rule", "seed"], sort=False):
             objective = -log.eval_cost if maximise else log.eval_cost
             ax.plot(log.epoch, objective, alpha=0.8, label=f"{methods.label(rule)}, seed {seed}",
                     **_seed_kwargs(rule, seed, seeds))
+            if "lr" in log:
+                dropped = (log.lr < log.lr.shift()).to_numpy()
+                if dropped.any():
+                    ax.plot(log.epoch[dropped], objective[dropped], "v", ms=7, ls="none", label=drop_label,
+                            color=rule_kwargs(rule).get("color"))
+                    drop_label = "_"  # one legend entry
         ax.set(xlabel="epoch", ylabel=f"held-out {ylabel}", title=setting or "held-out objective")
     axes[0, 0].legend(fontsize=7)
     p_axis = axes[0, -1]
