@@ -1,14 +1,16 @@
-"""Would a smaller learning rate after the plateau rule fires train the TSP20 model further?
+"""Would a smaller learning rate (or a larger batch) after the plateau rule fires train the TSP20 model further?
 Continues the cpu_long_v2 1/sqrt(d) TSP20 model (seed 0), stopped by the plateau rule, for a few
 more epochs at a given learning rate, in a scratch folder: the same training loop
 (`eie.training.train`), the checkpoint's optimiser, baseline, held-out set and generators, only the
-learning rate changed (in the copied checkpoint, so that it resumes). The control is --lr 1e-4,
-the rate it was trained with. It continues whatever the checkpoint holds: the logged probe
+learning rate changed (in the copied checkpoint, so that it resumes), and with --batch-size the
+number of training instances per step. The control is --lr 1e-4, the rate it was trained with. It continues whatever the checkpoint holds: the logged probe
 (2026-11-25) started from epoch 529, where the plain plateau rule had stopped the model; since the
 preset's `lr_drops` the checkpoint has trained on past it, so a rerun starts later.
 Run from the repository root:
   .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --epochs 150
-Writes results/cpu_long_v2/lr_drop_probe_lr<lr>_from<epoch>.csv (the epochs after the start).
+  .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --batch-size 512 --epochs 100
+Writes results/cpu_long_v2/lr_drop_probe_lr<lr>[_batch<B>]_from<epoch>.csv (the epochs after the
+start; the batch in the name only where it differs from the preset's).
 """
 
 import argparse
@@ -24,6 +26,8 @@ from eie.files import save_atomic
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--lr", type=float, required=True, help="learning rate after the stop")
 parser.add_argument("--epochs", type=int, default=150, help="epochs to add (default 150)")
+parser.add_argument("--batch-size", type=int, default=None, help="training instances per step after the stop "
+                    "(default: the preset's)")
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 torch.set_num_threads(1)
@@ -39,7 +43,9 @@ setup = next(iter(study.training_setups("08_rivals", params)))
 base = training.TrainConfig(rule="inv_sqrt_d", seed=args.seed, **setup["config"])
 if state["config"] != base.resume_key():
     raise SystemExit(f"{source} was not trained with the settings this probe assumes; see its config")
-config = dataclasses.replace(base, lr=args.lr, epochs=stopped + args.epochs, plateau_window=0, lr_drops=0)
+batch_size = args.batch_size or base.batch_size
+config = dataclasses.replace(base, lr=args.lr, batch_size=batch_size, epochs=stopped + args.epochs, plateau_window=0,
+                             lr_drops=0)
 state["config"] = config.resume_key()
 for group in state["optimiser"]["param_groups"]:
     group["lr"] = args.lr
@@ -47,7 +53,8 @@ with tempfile.TemporaryDirectory() as scratch:
     save_atomic(state, Path(scratch) / f"{name}.pt")
     result = training.train(config, scratch, name=name, device="cpu", progress=True)
 log = result.log[result.log.epoch > stopped]
-out = Path("results/cpu_long_v2") / f"lr_drop_probe_lr{args.lr:g}_from{stopped}.csv"
+batch_tag = "" if batch_size == base.batch_size else f"_batch{batch_size}"
+out = Path("results/cpu_long_v2") / f"lr_drop_probe_lr{args.lr:g}{batch_tag}_from{stopped}.csv"
 log.to_csv(out, index=False)
-print(f"stopped at epoch {stopped}; mean held-out greedy cost of the {args.epochs} epochs after it at lr {args.lr:g}: "
+print(f"stopped at epoch {stopped}; mean held-out greedy cost of the {args.epochs} epochs after it at lr {args.lr:g}, batch {batch_size}: "
       f"{log.eval_cost.mean():.4f} (last 50: {log.eval_cost.iloc[-50:].mean():.4f}); {out}")
