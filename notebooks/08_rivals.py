@@ -99,7 +99,7 @@ from eie import comparison, methods, probes, receptive_field, rivals, run_checks
 from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import (apply_style, extrapolation_figure, receptive_field_figure, rescaling_figure, save_figure,
-                          tsplib_figure)
+                          training_figure, tsplib_figure)
 from eie.position_attention import alibi_slopes
 
 params = check_parameters("08_rivals", globals())  # every parameter checked before any compute
@@ -126,6 +126,11 @@ print(run_checks.check_training_log(logs, rules, rule_seeds, epochs, plateau_win
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
 print(logs.groupby(["rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
+
+# %% tags=[]
+fig = training_figure(logs, f"greedy tour length, TSP{n_train}")
+save_figure(fig, "08_rivals_training", run=run)
+plt.show()
 
 # %% [markdown] tags=[]
 # ## Extrapolation: every method on the fixed test sets
