@@ -43,7 +43,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
 	touch $@
 
-# Every notebook in order (01-07), with its defaults or a preset (make study PRESET=paper); executed
+# Every notebook in order (01-08), with its defaults or a preset (make study PRESET=paper); executed
 # copies go to runs/<run>/, figures to figures/, tables to results/<run>/. Without RUN each notebook
 # keeps its own `run` (01-05: default; 06-07 read the committed longer run, cpu_long) or the
 # preset's; RUN=name sends every notebook to results/name/.
