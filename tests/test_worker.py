@@ -289,3 +289,14 @@ def test_a_model_exported_after_its_training_ended_is_not_trained_again_where_it
     result = training.finished_training(exported, config)
     assert result is not None and result.log.drop(columns="seconds").equals(
         log.drop(columns=["seconds", "rule", "seed"]))
+
+
+def test_a_worker_limits_the_bin_packing_kernel_to_its_threads_as_well_as_torch():
+    numba = pytest.importorskip("numba")
+    before = torch.get_num_threads(), numba.get_num_threads()
+    try:
+        worker.use_threads(1)
+        assert torch.get_num_threads() == 1 and numba.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before[0])
+        numba.set_num_threads(before[1])

@@ -201,12 +201,24 @@ def print_status(preset, notebook: str) -> None:
     print(f"{trained} of {len(status)} models trained; {left}")
 
 
+def use_threads(count: int) -> None:
+    """Limit this process to `count` threads: torch's and the numba bin-packing kernel's
+    (`problems.placement_kernel`, which otherwise uses every core whatever torch is told)."""
+    torch.set_num_threads(count)
+    try:
+        import numba
+    except ImportError:  # pragma: no cover  (the torch path of `heightmap` runs without numba)
+        return
+    numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("preset", help="a preset YAML file, e.g. presets/paper.yaml")
     parser.add_argument("notebooks", nargs="+", choices=training_notebooks(), metavar="notebook",
                         help=f"one or more of {', '.join(training_notebooks())}, trained in this order")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads of this worker (default 1)")
+    parser.add_argument("--threads", type=int, default=1, help="threads of this worker, torch's and the bin-packing "
+                        "kernel's (default 1)")
     parser.add_argument("--status", action="store_true", help="print where the preset's training stands; train nothing")
     parser.add_argument("--references", action="store_true",
                         help="solve the preset's test instances with the reference solver; train nothing")
@@ -230,7 +242,7 @@ def main(argv=None) -> None:
         return None
     for notebook in args.notebooks:  # every notebook's parameters checked before hours of training start
         preset_parameters(args.preset, notebook)
-    torch.set_num_threads(args.threads)
+    use_threads(args.threads)
     for notebook in args.notebooks:
         if args.references:
             params = preset_parameters(args.preset, notebook)
