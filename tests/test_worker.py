@@ -1,5 +1,6 @@
 """A preset trains the same models from a background worker as from its notebook."""
 
+import os
 import shutil
 
 import numpy as np
@@ -194,21 +195,29 @@ def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(t
     for p, q in zip(load_trained(checkpoints / "tsp_inv_sqrt_d_n6_seed0.pt").state_dict().values(),
                     same.state_dict().values()):
         assert torch.equal(p, q)
-    worker.main([str(preset), "03_train_tsp", "--save-carry"])  # both trained: both carried, finished
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])  # both trained: both exported, no checkpoint carried
     out = capsys.readouterr().out
-    assert "seed0 (finished, 3 epochs)" in out and "seed1 (finished, 3 epochs)" in out
-    worker.main([str(preset), "03_train_tsp", "--save-carry"])  # the same checkpoints: nothing copied again
+    assert "seed0 (finished, 3 epochs: policy exported" in out and "seed1 (finished, 3 epochs: policy exported" in out
+    assert not list(carry.iterdir())  # the carried copy of seed 0 (2 epochs) is superseded by its export
+    models = tmp_path / "tiny" / "models"
+    assert sorted(p.name for p in models.iterdir()) == ["tsp_inv_sqrt_d_n6_seed0.pt", "tsp_inv_sqrt_d_n6_seed1.pt"]
+    assert all((models / name).stat().st_size < (checkpoints / name).stat().st_size / 2 for name in os.listdir(models))
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])  # the same checkpoints: nothing exported again
     assert "carried nothing" in capsys.readouterr().out
     trained = {name: load_trained(checkpoints / f"{name}.pt").state_dict()
                for name in ("tsp_inv_sqrt_d_n6_seed0", "tsp_inv_sqrt_d_n6_seed1")}
     shutil.rmtree(checkpoints)  # a third machine, for the evaluation: the finished models are not trained again
+    assert list(worker.training_status(preset, "03_train_tsp").state) == ["exported", "exported"]
     worker.run_worker(preset, "03_train_tsp")
     out = capsys.readouterr().out
-    assert out.count("resuming after epoch 3 from the checkpoint carried") == 2
-    for name, state in trained.items():
-        assert len(pd.read_csv(checkpoints / f"{name}_log.csv")) == 3
-        assert all(torch.equal(p, q) for p, q in zip(load_trained(checkpoints / f"{name}.pt").state_dict().values(),
-                                                     state.values()))
+    assert out.count("trained to the end already, read from") == 2 and "resuming" not in out
+    assert not list(checkpoints.glob("*.pt"))  # nothing trained
+    models_read, log = study.train_models(["inv_sqrt_d"], [0, 1], run="tiny", device="cpu", progress=False,
+                                          **setup["config"])
+    assert len(log) == 6  # each model's 3 epochs, from its export
+    for (rule, seed), model in models_read.items():
+        state = trained[f"tsp_{rule}_n6_seed{seed}"]
+        assert all(torch.equal(p, q) for p, q in zip(model.state_dict().values(), state.values()))
 
 
 def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_further_carried_one(tmp_path, monkeypatch,

@@ -20,14 +20,16 @@ core, no model needed) on its test sets into the run's evaluation store, so that
 training worker and the notebook's evaluation later reads the solutions back.
 
 The checkpoints are not committed, so a new machine starts from nothing. `--save-carry` copies the
-checkpoint and epoch log of every model trained or in training here into results/<run>/carry/,
-and the run's finished evaluation pieces (the reference solver's solutions, for example) into
+checkpoint and epoch log of every model in training here into results/<run>/carry/, exports the
+policy of every model whose training has ended here into results/<run>/models/ (weights and epoch
+log, about a quarter of a checkpoint: no optimiser, baseline or generator states), and copies the
+run's finished evaluation pieces (the reference solver's solutions, for example) into
 carry/evaluation/. Committed, they let work resume exactly on another machine: a model with no
-checkpoint resumes from its carried copy (in a worker or a notebook; a finished one is not trained
-again, so the evaluation can run elsewhere than the training), and the evaluation reads the carried
-pieces instead of computing them again. A checkpoint of the paper's model is about 12 MB: carry
-only what a long run cannot finish on one machine, and delete the folder once the run's results
-are committed.
+checkpoint resumes from its carried copy (in a worker or a notebook), a finished one is read from
+its exported policy and not trained again (so the evaluation can run elsewhere than the training),
+and the evaluation reads the carried pieces instead of computing them again. A checkpoint of the
+paper's model is about 12 MB: carry only what a long run cannot finish on one machine, and delete
+the folder once the run's results are committed.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from .files import FileBusy, copy_atomic
 from .parameters import check_parameters
 from .paths import repo_root
 from .problems import training_notebooks
-from .training import TrainConfig, checkpoint_epochs, finished_training, plateau_action
+from .training import TrainConfig, checkpoint_epochs, export_policy, finished_training, plateau_action
 
 
 def notebook_defaults(notebook: str) -> dict:
@@ -150,28 +152,41 @@ def _epoch_log(checkpoints: Path | None, carry: Path | None, name: str) -> tuple
 
 
 def save_carry(preset, notebook: str) -> list[str]:
-    """Copy the checkpoint and epoch log of every model of `preset` for `notebook` that is trained or
-    in training here into results/<run>/carry/: finished models too, so that a machine that gets
-    only the repository evaluates them instead of training them again. A carried copy of a model not
-    started here, or trained for at least as many epochs as here, is kept (it is what this machine
-    would resume from; an equal one is the same checkpoint).
+    """Make this machine's training of `preset` for `notebook` resumable from the repository alone:
+    copy the checkpoint and epoch log of every model in training here into results/<run>/carry/
+    (a carried copy trained for at least as many epochs is kept: it is what this machine would
+    resume from; an equal one is the same checkpoint); export the policy of every model whose
+    training has ended here to results/<run>/models/ (`eie.training.export_policy`, what
+    `train_models` and the evaluation read; a quarter of the checkpoint's size) and delete its
+    carried copy, which the export supersedes. An exported model cannot be trained further on
+    another machine (raising `epochs` or `lr_drops` there trains it again from the start); this
+    machine's checkpoint can.
     The run's finished evaluation pieces (reference solutions, methods' objectives; small) are
-    copied to carry/evaluation/. Returns the names of the models carried."""
+    copied to carry/evaluation/. Returns what was carried or exported, one entry per model."""
     params = preset_parameters(preset, notebook)
     status = training_status(preset, notebook)
-    checkpoints, carry = study.results_dir(params["run"]) / "checkpoints", study.carry_folder(params["run"])
+    run = study.results_dir(params["run"])
+    checkpoints, carry, models = run / "checkpoints", study.carry_folder(params["run"]), run / "models"
     for piece in sorted((checkpoints / "evaluation").glob("*.pt")):
         if not (carry / "evaluation" / piece.name).is_file():
             copy_atomic(piece, carry / "evaluation" / piece.name)
-    carried = []
+    saved = []
     for row in status.itertuples():
         local = checkpoints / f"{row.model}.pt"
-        if row.state in ("in progress", "carried", "finished", "plateau") and local.is_file() and not _carry_is_further(
-                carry / f"{row.model}.pt", local):
+        if not local.is_file():
+            continue
+        if row.state in ("finished", "plateau") and checkpoint_epochs(local) == row.done:
+            exported = models / f"{row.model}.pt"
+            if not exported.is_file() or checkpoint_epochs(exported) != row.done:
+                export_policy(local, exported)
+                saved.append(f"{row.model} ({row.state}, {row.done} epochs: policy exported to models/)")
+            for suffix in (".pt", "_log.csv"):
+                (carry / f"{row.model}{suffix}").unlink(missing_ok=True)
+        elif row.state in ("in progress", "carried") and not _carry_is_further(carry / f"{row.model}.pt", local):
             for suffix in (".pt", "_log.csv"):
                 copy_atomic(checkpoints / f"{row.model}{suffix}", carry / f"{row.model}{suffix}")
-            carried.append(f"{row.model} ({row.state}, {row.done} epochs)")
-    return carried
+            saved.append(f"{row.model} ({row.state}, {row.done} epochs)")
+    return saved
 
 
 def _carry_is_further(carried: Path, local: Path) -> bool:
@@ -223,16 +238,16 @@ def main(argv=None) -> None:
     parser.add_argument("--references", action="store_true",
                         help="solve the preset's test instances with the reference solver; train nothing")
     parser.add_argument("--save-carry", action="store_true",
-                        help="copy the checkpoints of the models trained or in training here into results/<run>/carry/ "
-                             "(to commit); train nothing")
+                        help="copy the checkpoints of the models in training here into results/<run>/carry/ and "
+                             "export the finished ones to results/<run>/models/ (to commit); train nothing")
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, not {args.threads}")
     if args.save_carry:
         for notebook in args.notebooks:
-            carried = save_carry(args.preset, notebook)
-            nothing = "nothing (every model trained or in training here is carried already, or none is)"
-            print(f"{notebook}: carried {', '.join(carried) if carried else nothing}")
+            saved = save_carry(args.preset, notebook)
+            nothing = "nothing (every model trained or in training here is carried or exported already, or none is)"
+            print(f"{notebook}: carried {', '.join(saved) if saved else nothing}")
         return None
     if args.status:
         for notebook in args.notebooks:
