@@ -111,7 +111,7 @@ print(run_checks.check_training_log(logs, rules, rule_seeds, epochs, plateau_win
 print(logs.groupby(["rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
 
 # %% tags=[]
-fig = training_figure(logs, f"greedy tour length, TSP{n_train}")
+fig = training_figure(logs, f"greedy tour length, TSP{n_train}", mark_lr_drops=lr_drops > 0)
 save_figure(fig, "03_tsp_training", run=run)
 plt.show()
 

@@ -126,7 +126,7 @@ for setting in models:
 print(logs.groupby(["setting", "rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
 
 # %% tags=[]
-fig = training_figure(logs, f"greedy distance, CVRP{n_train}")
+fig = training_figure(logs, f"greedy distance, CVRP{n_train}", mark_lr_drops=lr_drops > 0)
 save_figure(fig, "04_cvrp_training", run=run)
 plt.show()
 

@@ -122,7 +122,7 @@ for setting in models:
 print((-logs.groupby(["setting", "rule", "seed"]).eval_cost.last()).unstack("seed").round(2).to_string())
 
 # %% tags=[]
-fig = training_figure(logs, "load rate (%)", maximise=True)
+fig = training_figure(logs, "load rate (%)", maximise=True, mark_lr_drops=lr_drops > 0)
 save_figure(fig, "05_bpp_training", run=run)
 plt.show()
 

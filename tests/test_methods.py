@@ -161,13 +161,14 @@ def test_training_figure_marks_the_epochs_where_the_learning_rate_was_lowered():
     lrs = [1e-4, 1e-4, 2.5e-5, 2.5e-5, 6.25e-6]
     rows = [dict(setting="", rule="inv_sqrt_d", seed=seed, epoch=e + 1, eval_cost=10.0 - e, p_value=0.5, lr=lr)
             for seed in (0, 1) for e, lr in enumerate(lrs)]
-    fig = training_figure(pd.DataFrame(rows), "cost")
-    markers = [line for line in fig.axes[0].get_lines() if line.get_marker() == "v"]
+    fig = training_figure(pd.DataFrame(rows), "cost", mark_lr_drops=True)
+    markers = [line for line in fig.axes[0].get_lines() if line.get_marker() == "v" and len(line.get_xdata())]
     assert len(markers) == 2  # one per seed
     assert all(list(line.get_xdata()) == [3, 5] and list(line.get_ydata()) == [8.0, 6.0] for line in markers)
-    assert [line.get_label() for line in markers].count("learning rate lowered") == 1
-    unchanged = training_figure(pd.DataFrame(rows).assign(lr=1e-4), "cost")
-    assert not [line for line in unchanged.axes[0].get_lines() if line.get_marker() == "v"]
+    assert [text.get_text() for text in fig.axes[0].get_legend().get_texts()].count("learning rate lowered") == 1
+    for unmarked in (training_figure(pd.DataFrame(rows).assign(lr=1e-4), "cost", mark_lr_drops=True),
+                     training_figure(pd.DataFrame(rows), "cost")):  # nothing lowered; not asked
+        assert not [line for line in unmarked.axes[0].get_lines() if line.get_marker() == "v"]
 
 
 def test_tsplib_figure_draws_each_methods_gap_and_its_difference_to_the_base_model_instance_by_instance():

@@ -176,7 +176,7 @@ def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(t
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False,
                        **{**setup["config"], "epochs": 2})  # seed 0 interrupted after 2 of 3 epochs
     worker.main([str(preset), "03_train_tsp", "--save-carry"])
-    assert "carried tsp_inv_sqrt_d_n6_seed0" in capsys.readouterr().out
+    assert "tsp_inv_sqrt_d_n6_seed0 (in progress, 2 epochs): checkpoint carried" in capsys.readouterr().out
     carry = tmp_path / "tiny" / "carry"
     assert sorted(p.name for p in carry.iterdir()) == ["tsp_inv_sqrt_d_n6_seed0.pt", "tsp_inv_sqrt_d_n6_seed0_log.csv"]
     checkpoints = tmp_path / "tiny" / "checkpoints"
@@ -197,13 +197,14 @@ def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(t
         assert torch.equal(p, q)
     worker.main([str(preset), "03_train_tsp", "--save-carry"])  # both trained: both exported, no checkpoint carried
     out = capsys.readouterr().out
-    assert "seed0 (finished, 3 epochs: policy exported" in out and "seed1 (finished, 3 epochs: policy exported" in out
+    assert "seed0 (finished, 3 epochs): policy exported" in out and "seed1 (finished, 3 epochs): policy exported" in out
+    assert "seed0: carried checkpoint deleted" in out
     assert not list(carry.iterdir())  # the carried copy of seed 0 (2 epochs) is superseded by its export
     models = tmp_path / "tiny" / "models"
     assert sorted(p.name for p in models.iterdir()) == ["tsp_inv_sqrt_d_n6_seed0.pt", "tsp_inv_sqrt_d_n6_seed1.pt"]
     assert all((models / name).stat().st_size < (checkpoints / name).stat().st_size / 2 for name in os.listdir(models))
     worker.main([str(preset), "03_train_tsp", "--save-carry"])  # the same checkpoints: nothing exported again
-    assert "carried nothing" in capsys.readouterr().out
+    assert "nothing to save" in capsys.readouterr().out
     trained = {name: load_trained(checkpoints / f"{name}.pt").state_dict()
                for name in ("tsp_inv_sqrt_d_n6_seed0", "tsp_inv_sqrt_d_n6_seed1")}
     shutil.rmtree(checkpoints)  # a third machine, for the evaluation: the finished models are not trained again
@@ -218,6 +219,30 @@ def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(t
     for (rule, seed), model in models_read.items():
         state = trained[f"tsp_{rule}_n6_seed{seed}"]
         assert all(torch.equal(p, q) for p, q in zip(model.state_dict().values(), state.values()))
+
+
+def test_save_carry_replaces_an_export_that_is_not_the_models_end_and_carries_whole_where_git_ignores_models(
+        tmp_path, monkeypatch, capsys):
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=50, plateau_window=1, plateau_tolerance=0.49)
+    worker.run_worker(preset, "03_train_tsp")  # stopped by the plateau rule
+    name = "tsp_inv_sqrt_d_n6_seed0"
+    checkpoints, carry, models = (tmp_path / "tiny" / folder for folder in ("checkpoints", "carry", "models"))
+    (row,) = worker.training_status(preset, "03_train_tsp").itertuples()
+    assert row.state == "plateau" and row.done < 50
+    monkeypatch.setattr(worker, "_ignored_by_git", lambda path: True)  # models/ cannot be committed here
+    capsys.readouterr()
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])
+    assert f"{name} (plateau, {row.done} epochs): checkpoint carried" in capsys.readouterr().out
+    assert (carry / f"{name}.pt").is_file() and not models.exists()
+    monkeypatch.setattr(worker, "_ignored_by_git", lambda path: False)
+    state = torch.load(checkpoints / f"{name}.pt", weights_only=False)
+    models.mkdir()
+    torch.save({key: state[key] for key in ("format", "config", "epoch", "model")}, models / f"{name}.pt")  # no log
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])
+    out = capsys.readouterr().out
+    assert "policy exported to models/ (replacing one that was not this model's end)" in out
+    assert "carried checkpoint deleted" in out and not (carry / f"{name}.pt").exists()
+    assert len(torch.load(models / f"{name}.pt", weights_only=False)["log"]) == row.done
 
 
 def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_further_carried_one(tmp_path, monkeypatch,
@@ -235,7 +260,7 @@ def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_fur
     capsys.readouterr()
     worker.main([str(preset), "03_train_tsp", "--save-carry"])
     out = capsys.readouterr().out
-    assert "carried nothing" in out and "2 epochs, this machine's 1" in out
+    assert "nothing to save" in out and "2 epochs, this machine's 1" in out
     assert training.checkpoint_epochs(carry / f"{name}.pt") == 2  # not overwritten by the older one
     worker.run_worker(preset, "03_train_tsp")
     assert "resuming after epoch 2 from the checkpoint carried" in capsys.readouterr().out
@@ -250,7 +275,7 @@ def test_carried_references_are_read_back_on_a_machine_without_checkpoints(tmp_p
     params = worker.preset_parameters(preset, "04_train_cvrp")
     solved = study.compute_references("04_train_cvrp", params)
     worker.main([str(preset), "04_train_cvrp", "--save-carry"])
-    assert "carried nothing" in capsys.readouterr().out  # no model in training, but the references are carried
+    assert "nothing to save" in capsys.readouterr().out  # no model in training, but the references are carried
     assert list((tmp_path / "tiny" / "carry" / "evaluation").glob("*.pt"))
     (tmp_path / "tiny" / "checkpoints").rename(tmp_path / "first_machine")
 
@@ -302,8 +327,11 @@ def test_a_model_exported_after_its_training_ended_is_not_trained_again_where_it
 
 def test_a_worker_limits_the_bin_packing_kernel_to_its_threads_as_well_as_torch():
     numba = pytest.importorskip("numba")
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one core: numba has a single thread whatever the worker asks")
     before = torch.get_num_threads(), numba.get_num_threads()
     try:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
         worker.use_threads(1)
         assert torch.get_num_threads() == 1 and numba.get_num_threads() == 1
     finally:

@@ -132,30 +132,32 @@ def _seed_kwargs(rule: str, seed: int, seeds: list) -> dict:
     return kwargs
 
 
-def training_figure(logs, ylabel: str, maximise: bool = False):
+def training_figure(logs, ylabel: str, maximise: bool = False, mark_lr_drops: bool = False):
     """Training at a glance: a panel per setting with the held-out greedy objective per epoch, one
     line per (rule, seed; the seeds of a rule share its colour and differ in line style); a last
     panel with the baseline test's p-value (the 0.05 line dotted; p below 1e-12 drawn at 1e-12, so
     that the axis shows the range where the test decides).
     `logs` are `eie.study.train_problem`'s (columns setting, rule, seed, epoch, eval_cost, p_value,
-    and lr where logged: the epochs where the learning rate was lowered, `lr_drops`, are marked ▼);
-    with `maximise` the objective shown is -eval_cost (bin packing's load rate)."""
+    and lr); with `mark_lr_drops` (for runs with `lr_drops`; not for `lr_decay_on_p`, whose small
+    steps would crowd the lines) the epochs where the learning rate was lowered are marked ▼; with
+    `maximise` the objective shown is -eval_cost (bin packing's load rate)."""
     settings = list(dict.fromkeys(logs.setting))
     seeds = sorted(set(logs.seed))
     fig, axes = plt.subplots(1, len(settings) + 1, figsize=(5.2 * (len(settings) + 1), 3.6), squeeze=False)
-    drop_label = "learning rate lowered"
+    marked = False
     for ax, setting in zip(axes[0], settings):
         for (rule, seed), log in logs[logs.setting == setting].groupby(["rule", "seed"], sort=False):
             objective = -log.eval_cost if maximise else log.eval_cost
             ax.plot(log.epoch, objective, alpha=0.8, label=f"{methods.label(rule)}, seed {seed}",
                     **_seed_kwargs(rule, seed, seeds))
-            if "lr" in log:
-                dropped = (log.lr < log.lr.shift()).to_numpy()
-                if dropped.any():
-                    ax.plot(log.epoch[dropped], objective[dropped], "v", ms=7, ls="none", label=drop_label,
-                            color=rule_kwargs(rule).get("color"))
-                    drop_label = "_"  # one legend entry
+            dropped = (log.lr < log.lr.shift()).to_numpy() if mark_lr_drops and "lr" in log else []
+            if any(dropped):
+                ax.plot(log.epoch[dropped], objective[dropped], "v", ms=7, ls="none", label="_",
+                        color=rule_kwargs(rule).get("color"))
+                marked = True
         ax.set(xlabel="epoch", ylabel=f"held-out {ylabel}", title=setting or "held-out objective")
+    if marked:  # one legend entry, in the panel that has the legend
+        axes[0, 0].plot([], [], "v", ms=7, ls="none", color="grey", label="learning rate lowered")
     axes[0, 0].legend(fontsize=7)
     p_axis = axes[0, -1]
     for (setting, rule, seed), log in logs.groupby(["setting", "rule", "seed"], sort=False):

@@ -259,7 +259,7 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
     for rule, seed in model_pairs(rules, seeds):
         cfg = TrainConfig(rule=rule, seed=seed, **config)
         result = train(cfg, folder, name=model_name(cfg.problem, rule, cfg.n_train, seed, tag), device=device,
-                       progress=progress, carry_dir=carry_folder(run), exported_dir=results_dir(run) / "models")
+                       progress=progress, carry_dir=carry_folder(run), exported_dir=models_folder(run))
         models[(rule, seed)] = result.model
         logs.append(result.log.assign(rule=rule, seed=seed))
     return models, pd.concat(logs, ignore_index=True)
@@ -269,6 +269,13 @@ def carry_folder(run: str = "default") -> Path:
     """results/<run>/carry/: copies of unfinished checkpoints and of finished evaluation pieces,
     committed so that work resumes on another machine (the checkpoints folder is not committed)."""
     return results_dir(run) / "carry"
+
+
+def models_folder(run: str = "default") -> Path:
+    """results/<run>/models/: the finished policies exported from their checkpoints (weights,
+    configuration and epoch log; `export_policies`, `eie.worker --save-carry`), committed where a
+    notebook or another machine needs them."""
+    return results_dir(run) / "models"
 
 
 def run_evaluation_store(run: str = "default") -> EvaluationStore:
@@ -286,10 +293,9 @@ def export_policies(names, run: str = "default") -> list:
     """Copy the trained policies `names` (see `model_name`) from results/<run>/checkpoints/ to
     results/<run>/models/: weights, configuration and epoch log, what notebook 07 reads (a policy
     with no checkpoint here, read from there by `train_models`, is left as it is)."""
-    folder = results_dir(run)
     exported = []
     for name in names:
-        checkpoint, path = folder / "checkpoints" / f"{name}.pt", folder / "models" / f"{name}.pt"
+        checkpoint, path = results_dir(run) / "checkpoints" / f"{name}.pt", models_folder(run) / f"{name}.pt"
         if not checkpoint.is_file() and path.is_file():  # the model came from there (`train_models`)
             exported.append(path)
             continue
@@ -299,8 +305,7 @@ def export_policies(names, run: str = "default") -> list:
 
 def load_policies(names, run: str = "default", device: str = "cpu") -> dict:
     """{name: model} from results/<run>/models/ (written by `export_policies`)."""
-    folder = results_dir(run) / "models"
-    return {name: load_trained(folder / f"{name}.pt", device) for name in names}
+    return {name: load_trained(models_folder(run) / f"{name}.pt", device) for name in names}
 
 
 def bind_methods(method_keys, d: int, N: int, net=None, table=None) -> list[BoundMethod]:

@@ -29,13 +29,14 @@ checkpoint resumes from its carried copy (in a worker or a notebook), a finished
 its exported policy and not trained again (so the evaluation can run elsewhere than the training),
 and the evaluation reads the carried pieces instead of computing them again. A checkpoint of the
 paper's model is about 12 MB: carry only what a long run cannot finish on one machine, and delete
-the folder once the run's results are committed.
+carry/ once the run's results are committed (models/ stays: the notebooks read it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -117,26 +118,33 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
         folder = None
     carry = None if folder is None else study.carry_folder(params["run"])  # the run's folder exists: nothing created
     rows = []
-    for setup in study.training_setups(notebook, params):
-        for rule, seed in study.model_pairs(params["rules"], study.seeds_by_rule(params)):
-            name = study.model_name(setup["config"]["problem"], rule, params["n_train"], seed, setup["tag"])
-            log, carried = _epoch_log(folder, carry, name)
-            exported = None if len(log) or folder is None else finished_training(
-                folder.parent / "models" / f"{name}.pt", TrainConfig(rule=rule, seed=seed, **setup["config"]))
-            if exported is not None:  # trained elsewhere and exported: a worker reads it, trains nothing
-                log = exported.log
-            done, epochs = len(log), params["epochs"]
-            stopped = plateau_action(list(log.eval_cost), log.get("lr"), params["plateau_window"],
-                                     params["plateau_tolerance"], params["lr_drops"]) == "stop"
-            state = ("exported" if exported is not None else "finished" if done >= epochs else "plateau" if stopped else
-                     "carried" if carried else "in progress" if done else "not started")
-            rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
-                         "eval_cost": float(log.eval_cost.iloc[-1]) if done else float("nan"),
-                         "s_per_epoch": float(log.seconds.tail(recent).median()) if done else float("nan")})
+    for name, config in _model_configs(params, notebook):
+        log, carried = _epoch_log(folder, carry, name)
+        exported = None if len(log) or folder is None else finished_training(folder.parent / "models" / f"{name}.pt",
+                                                                                config)
+        if exported is not None:  # trained elsewhere and exported: a worker reads it, trains nothing
+            log = exported.log
+        done, epochs = len(log), params["epochs"]
+        stopped = plateau_action(list(log.eval_cost), log.get("lr"), params["plateau_window"],
+                                 params["plateau_tolerance"], params["lr_drops"]) == "stop"
+        state = ("exported" if exported is not None else "finished" if done >= epochs else "plateau" if stopped else
+                 "carried" if carried else "in progress" if done else "not started")
+        rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
+                     "eval_cost": float(log.eval_cost.iloc[-1]) if done else float("nan"),
+                     "s_per_epoch": float(log.seconds.tail(recent).median()) if done else float("nan")})
     status = pd.DataFrame(rows)
     pace = status.s_per_epoch.fillna(status.s_per_epoch.median())
     training = status.state.isin(["in progress", "carried", "not started"])
     return status.assign(hours_left=((status.epochs - status.done) * pace / 3600).round(2).where(training, 0.0))
+
+
+def _model_configs(params: dict, notebook: str) -> list[tuple[str, TrainConfig]]:
+    """(checkpoint name, training configuration) of every model the notebook trains with `params`,
+    in the order it trains them."""
+    return [(study.model_name(setup["config"]["problem"], rule, params["n_train"], seed, setup["tag"]),
+             TrainConfig(rule=rule, seed=seed, **setup["config"]))
+            for setup in study.training_setups(notebook, params)
+            for rule, seed in study.model_pairs(params["rules"], study.seeds_by_rule(params))]
 
 
 def _epoch_log(checkpoints: Path | None, carry: Path | None, name: str) -> tuple[pd.DataFrame, bool]:
@@ -152,41 +160,64 @@ def _epoch_log(checkpoints: Path | None, carry: Path | None, name: str) -> tuple
 
 
 def save_carry(preset, notebook: str) -> list[str]:
-    """Make this machine's training of `preset` for `notebook` resumable from the repository alone:
-    copy the checkpoint and epoch log of every model in training here into results/<run>/carry/
-    (a carried copy trained for at least as many epochs is kept: it is what this machine would
-    resume from; an equal one is the same checkpoint); export the policy of every model whose
-    training has ended here to results/<run>/models/ (`eie.training.export_policy`, what
-    `train_models` and the evaluation read; a quarter of the checkpoint's size) and delete its
-    carried copy, which the export supersedes. An exported model cannot be trained further on
-    another machine (raising `epochs` or `lr_drops` there trains it again from the start); this
-    machine's checkpoint can.
-    The run's finished evaluation pieces (reference solutions, methods' objectives; small) are
-    copied to carry/evaluation/. Returns what was carried or exported, one entry per model."""
+    """Make this machine's training of `preset` for `notebook` resumable from the repository alone.
+
+    - A model in training here: its checkpoint and epoch log are copied into results/<run>/carry/
+      (a carried copy trained for at least as many epochs is kept: it is what this machine would
+      resume from; an equal one is the same checkpoint).
+    - A model whose training ended here: its policy is exported to results/<run>/models/
+      (`eie.training.export_policy`: weights and epoch log, a quarter of the checkpoint; what
+      `train_models` and the evaluation read), unless an export there is this model's end already
+      (`finished_training` accepts it), and its carried copy is deleted, which the export
+      supersedes. An exported model cannot be trained further on another machine: raising
+      `epochs` or `lr_drops` there trains it again from the start (this machine's checkpoint can go
+      on). Where git ignores models/ or the export is not accepted (a model trained past `epochs`),
+      the whole checkpoint is carried instead.
+    - The run's finished evaluation pieces (reference solutions, methods' objectives; small) are
+      copied to carry/evaluation/.
+    Returns one line per model whose files changed."""
     params = preset_parameters(preset, notebook)
     status = training_status(preset, notebook)
-    run = study.results_dir(params["run"])
-    checkpoints, carry, models = run / "checkpoints", study.carry_folder(params["run"]), run / "models"
+    checkpoints, carry = study.results_dir(params["run"]) / "checkpoints", study.carry_folder(params["run"])
+    models = study.models_folder(params["run"])
     for piece in sorted((checkpoints / "evaluation").glob("*.pt")):
         if not (carry / "evaluation" / piece.name).is_file():
             copy_atomic(piece, carry / "evaluation" / piece.name)
+    exportable = not _ignored_by_git(models / "policy.pt")
     saved = []
-    for row in status.itertuples():
-        local = checkpoints / f"{row.model}.pt"
+    for row, (name, config) in zip(status.itertuples(), _model_configs(params, notebook)):
+        local = checkpoints / f"{name}.pt"
         if not local.is_file():
             continue
-        if row.state in ("finished", "plateau") and checkpoint_epochs(local) == row.done:
-            exported = models / f"{row.model}.pt"
-            if not exported.is_file() or checkpoint_epochs(exported) != row.done:
+        ended = row.state in ("finished", "plateau") and checkpoint_epochs(local) == row.done
+        if ended and exportable:
+            exported = models / f"{name}.pt"
+            if finished_training(exported, config) is None:
+                replaced = " (replacing one that was not this model's end)" if exported.is_file() else ""
                 export_policy(local, exported)
-                saved.append(f"{row.model} ({row.state}, {row.done} epochs: policy exported to models/)")
+                saved.append(f"{name} ({row.state}, {row.done} epochs): policy exported to models/{replaced}")
+            if finished_training(exported, config) is not None:
+                removed = [path for path in (carry / f"{name}.pt", carry / f"{name}_log.csv") if path.is_file()]
+                for path in removed:
+                    path.unlink()
+                if removed:
+                    saved.append(f"{name}: carried checkpoint deleted (its export in models/ supersedes it)")
+                continue
+        if (ended or row.state in ("in progress", "carried")) and not _carry_is_further(carry / f"{name}.pt", local):
             for suffix in (".pt", "_log.csv"):
-                (carry / f"{row.model}{suffix}").unlink(missing_ok=True)
-        elif row.state in ("in progress", "carried") and not _carry_is_further(carry / f"{row.model}.pt", local):
-            for suffix in (".pt", "_log.csv"):
-                copy_atomic(checkpoints / f"{row.model}{suffix}", carry / f"{row.model}{suffix}")
-            saved.append(f"{row.model} ({row.state}, {row.done} epochs)")
+                copy_atomic(checkpoints / f"{name}{suffix}", carry / f"{name}{suffix}")
+            saved.append(f"{name} ({row.state}, {row.done} epochs): checkpoint carried")
     return saved
+
+
+def _ignored_by_git(path: Path) -> bool:
+    """Whether git ignores `path` (a file written there cannot be committed); False outside a
+    repository or without git."""
+    try:
+        result = subprocess.run(["git", "check-ignore", "-q", str(path)], cwd=repo_root(), capture_output=True)
+    except OSError:
+        return False
+    return result.returncode == 0
 
 
 def _carry_is_further(carried: Path, local: Path) -> bool:
@@ -246,8 +277,8 @@ def main(argv=None) -> None:
     if args.save_carry:
         for notebook in args.notebooks:
             saved = save_carry(args.preset, notebook)
-            nothing = "nothing (every model trained or in training here is carried or exported already, or none is)"
-            print(f"{notebook}: carried {', '.join(saved) if saved else nothing}")
+            nothing = "nothing to save (every model trained or in training here is carried or exported already)"
+            print(f"{notebook}: " + ("; ".join(saved) if saved else nothing))
         return None
     if args.status:
         for notebook in args.notebooks:

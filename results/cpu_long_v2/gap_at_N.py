@@ -3,7 +3,8 @@ A progress check while the run trains (the run's evaluation, notebook 08, gives 
 greedy cost of each model on the study's fixed test set at n = 20 (`eie.evaluation.fixed_test_set`,
 512 instances, the preset's test size) against LKH (`eie.solvers.lkh_tsp_costs`, one run) on the
 same instances. Reads the checkpoints in results/cpu_long_v2/checkpoints/ (whatever epoch they hold;
-the `epochs` column says which) and writes results/cpu_long_v2/gap_at_N.csv.
+the `epochs` column says which), and the finished policies exported to results/cpu_long_v2/models/
+where this machine has no checkpoint; writes results/cpu_long_v2/gap_at_N.csv.
 Run from the repository root (about 5 s per model, one thread):
   .venv/bin/python results/cpu_long_v2/gap_at_N.py
 """
@@ -25,10 +26,11 @@ parser.add_argument("--size", type=int, default=512, help="test instances (defau
 args = parser.parse_args()
 torch.set_num_threads(1)
 
-folder = Path("results/cpu_long_v2/checkpoints")
-paths = sorted(folder.glob("tsp_*_n20_seed*.pt"))
+run = Path("results/cpu_long_v2")
+found = {path.name: path for folder in ("models", "checkpoints") for path in (run / folder).glob("tsp_*_n20_seed*.pt")}
+paths = [found[name] for name in sorted(found)]  # a checkpoint here before an export of the same model
 if not paths:
-    raise SystemExit(f"no TSP20 checkpoints in {folder}: train them first (results/cpu_long_v2/README.md)")
+    raise SystemExit(f"no TSP20 models in {run}/checkpoints or {run}/models: train them first ({run}/README.md)")
 instance = fixed_test_set(make_problem("tsp"), 20, args.size)
 reference = lkh_tsp_costs(instance["coords"])
 rows = []
@@ -38,5 +40,5 @@ for path in paths:
     rows.append({"model": path.stem, "epochs": checkpoint_epochs(path), "greedy": costs.mean(),
                  "lkh": reference.mean(), "gap_pct": gaps.mean(), "gap_pct_median": np.median(gaps)})
 table = pd.DataFrame(rows).round(4)
-table.to_csv(folder.parent / "gap_at_N.csv", index=False)
+table.to_csv(run / "gap_at_N.csv", index=False)
 print(table.to_string(index=False))

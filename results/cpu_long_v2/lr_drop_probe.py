@@ -1,11 +1,14 @@
-"""Would a smaller learning rate (or a larger batch) after the plateau rule fires train the TSP20 model further?
+"""Would a smaller learning rate or a larger batch after a plateau train the TSP20 model further?
 Continues the cpu_long_v2 1/sqrt(d) TSP20 model (seed 0), stopped by the plateau rule, for a few
 more epochs at a given learning rate, in a scratch folder: the same training loop
 (`eie.training.train`), the checkpoint's optimiser, baseline, held-out set and generators, only the
 learning rate changed (in the copied checkpoint, so that it resumes), and with --batch-size the
-number of training instances per step. The control is --lr 1e-4, the rate it was trained with. It continues whatever the checkpoint holds: the logged probe
-(2026-11-25) started from epoch 529, where the plain plateau rule had stopped the model; since the
-preset's `lr_drops` the checkpoint has trained on past it, so a rerun starts later.
+number of training instances per step. The control is --lr at the rate the checkpoint was last
+trained with (1e-4 for the logged probe from epoch 529; 6.25e-6 after the third plateau). It
+continues whatever the checkpoint holds: the logged probe (2026-11-25) started from epoch 529,
+where the plain plateau rule had stopped the model; since the preset's `lr_drops` the checkpoint
+has trained on past it (the batch probe started from epoch 1017, the third plateau), so a rerun
+starts later.
 Run from the repository root:
   .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --epochs 150
   .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --batch-size 512 --epochs 100
@@ -56,5 +59,6 @@ log = result.log[result.log.epoch > stopped]
 batch_tag = "" if batch_size == base.batch_size else f"_batch{batch_size}"
 out = Path("results/cpu_long_v2") / f"lr_drop_probe_lr{args.lr:g}{batch_tag}_from{stopped}.csv"
 log.to_csv(out, index=False)
-print(f"stopped at epoch {stopped}; mean held-out greedy cost of the {args.epochs} epochs after it at lr {args.lr:g}, batch {batch_size}: "
-      f"{log.eval_cost.mean():.4f} (last 50: {log.eval_cost.iloc[-50:].mean():.4f}); {out}")
+print(f"stopped at epoch {stopped}; mean held-out greedy cost of the {args.epochs} epochs after it at lr "
+      f"{args.lr:g}, batch {batch_size}: {log.eval_cost.mean():.4f} (last 50: {log.eval_cost.iloc[-50:].mean():.4f}); "
+      f"{out}")
