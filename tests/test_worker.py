@@ -245,6 +245,25 @@ def test_save_carry_replaces_an_export_that_is_not_the_models_end_and_carries_wh
     assert len(torch.load(models / f"{name}.pt", weights_only=False)["log"]) == row.done
 
 
+def test_save_carry_keeps_a_carried_checkpoint_further_than_a_model_finished_here(tmp_path, monkeypatch, capsys):
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
+    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    name = "tsp_inv_sqrt_d_n6_seed0"
+    checkpoints, carry = tmp_path / "tiny" / "checkpoints", tmp_path / "tiny" / "carry"
+    worker.run_worker(preset, "03_train_tsp")  # finished here at 2 epochs
+    shutil.copytree(checkpoints, tmp_path / "this_machine")
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **{**setup["config"], "epochs": 3})
+    carry.mkdir()
+    for suffix in (".pt", "_log.csv"):  # another machine went on to epoch 3 and carried it
+        shutil.copy(checkpoints / f"{name}{suffix}", carry / f"{name}{suffix}")
+    shutil.rmtree(checkpoints)
+    shutil.copytree(tmp_path / "this_machine", checkpoints)
+    capsys.readouterr()
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])
+    assert "nothing to save" in capsys.readouterr().out
+    assert training.checkpoint_epochs(carry / f"{name}.pt") == 3 and not (tmp_path / "tiny" / "models").exists()
+
+
 def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_further_carried_one(tmp_path, monkeypatch,
                                                                                                  capsys):
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3)
