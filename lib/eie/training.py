@@ -282,6 +282,12 @@ def resume_from_carry(checkpoint: Path, log_path: Path, carry_dir: Path) -> bool
     return True
 
 
+def checkpoint_log(path: Path) -> pd.DataFrame:
+    """The epoch log kept inside the training checkpoint (or exported policy) at `path`: one row per
+    epoch it has run, whatever the CSV beside it says (that one is rewritten after the checkpoint)."""
+    return pd.DataFrame(_read_checkpoint(Path(path)).get("log") or [])
+
+
 def checkpoint_epochs(path: Path) -> int:
     """How many epochs the training checkpoint at `path` has run."""
     return int(_read_checkpoint(Path(path))["epoch"])

@@ -50,7 +50,8 @@ from .files import FileBusy, copy_atomic
 from .parameters import check_parameters
 from .paths import repo_root
 from .problems import training_notebooks
-from .training import TrainConfig, checkpoint_epochs, export_policy, finished_training, plateau_action
+from .training import (TrainConfig, checkpoint_epochs, checkpoint_log, export_policy, finished_training,
+                       plateau_action)
 
 
 def notebook_defaults(notebook: str) -> dict:
@@ -120,8 +121,8 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     rows = []
     for name, config in _model_configs(params, notebook):
         log, carried = _epoch_log(folder, carry, name)
-        exported = None if len(log) or folder is None else finished_training(folder.parent / "models" / f"{name}.pt",
-                                                                                config)
+        exported = None if len(log) or folder is None else finished_training(
+            study.models_folder(params["run"]) / f"{name}.pt", config)
         if exported is not None:  # trained elsewhere and exported: a worker reads it, trains nothing
             log = exported.log
         done, epochs = len(log), params["epochs"]
@@ -204,8 +205,9 @@ def save_carry(preset, notebook: str) -> list[str]:
                     saved.append(f"{name}: carried checkpoint deleted (its export in models/ supersedes it)")
                 continue
         if (ended or row.state in ("in progress", "carried")) and not _carry_is_further(carry / f"{name}.pt", local):
-            for suffix in (".pt", "_log.csv"):
-                copy_atomic(checkpoints / f"{name}{suffix}", carry / f"{name}{suffix}")
+            copy_atomic(local, carry / f"{name}.pt")
+            # the log the copied checkpoint holds: the CSV here may already have the next epoch's row
+            checkpoint_log(carry / f"{name}.pt").to_csv(carry / f"{name}_log.csv", index=False)
             saved.append(f"{name} ({row.state}, {row.done} epochs): checkpoint carried")
     return saved
 
