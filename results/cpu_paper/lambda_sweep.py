@@ -9,7 +9,11 @@ Run from the repository root:
   .venv/bin/python results/cpu_paper/lambda_sweep.py [--instances 256] [--problem cvrp --seed 1]
 Writes results/cpu_paper/lambda_sweep.csv and figures/cpu_paper_lambda_sweep.png for the TSP model
 of seed 0, otherwise lambda_sweep_<problem>_seed<seed>.csv and cpu_paper_lambda_sweep_<problem>_seed<seed>.png
-(`--plot-only`: redraw the figure from the csv).
+(`--plot-only`: redraw the figure from the csv). Another run's 1/sqrt(d) model: `--preset` and
+`--notebook` (the notebook whose models it is), e.g. the well-trained TSP20 model of cpu_long_v2:
+  .venv/bin/python results/cpu_paper/lambda_sweep.py --preset presets/cpu_long_v2.yaml --notebook 08_rivals \
+      --instances 512 --lengths 80 160 320
+which writes results/cpu_long_v2/lambda_sweep.csv and figures/cpu_long_v2_lambda_sweep.png.
 """
 
 import argparse
@@ -31,20 +35,25 @@ TAGS = {"tsp": "", "cvrp": "_C10"}  # the capacity of the CVRP models of presets
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--problem", choices=sorted(NOTEBOOKS), default="tsp")
-parser.add_argument("--seed", type=int, default=0, help="which exported 1/sqrt(d) model (results/cpu_paper/models/)")
+parser.add_argument("--preset", default="presets/cpu_paper.yaml", help="the run whose exported models are swept")
+parser.add_argument("--notebook", default=None, help="the preset's notebook that trained the model "
+                    "(default: 03_train_tsp or 04_train_cvrp)")
+parser.add_argument("--seed", type=int, default=0, help="which exported 1/sqrt(d) model (results/<run>/models/)")
 parser.add_argument("--instances", type=int, default=256)
-parser.add_argument("--lengths", type=int, nargs="+", default=[400, 800])
+parser.add_argument("--lengths", type=int, nargs="+", default=None, help="test lengths (default: 4N and 8N)")
 parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the existing csv")
 parser.add_argument("--factors", type=float, nargs="+", default=[0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0])
 args = parser.parse_args()
-PRESET = worker.preset_parameters("presets/cpu_paper.yaml", NOTEBOOKS[args.problem])
+PRESET = worker.preset_parameters(args.preset, args.notebook or NOTEBOOKS[args.problem])
+RUN = PRESET["run"]
+args.lengths = args.lengths or [4 * PRESET["n_train"], 8 * PRESET["n_train"]]
 N, N_MAX = PRESET["n_train"], PRESET["n_max"]  # the EIE net and the lambda* table are fitted to [N, N_MAX]
 MODEL = study.model_name(args.problem, "inv_sqrt_d", N, args.seed, tag=TAGS[args.problem])
 if args.instances < 2 or any(not N < n <= N_MAX for n in args.lengths) or any(f <= 0 for f in args.factors):
     parser.error(f"need --instances >= 2, every length in ({N}, {N_MAX}] and every factor > 0")
 
 SUFFIX = "" if (args.problem, args.seed) == ("tsp", 0) else f"_{args.problem}_seed{args.seed}"
-CSV = f"results/cpu_paper/lambda_sweep{SUFFIX}.csv"
+CSV = f"results/{RUN}/lambda_sweep{SUFFIX}.csv"
 COST = {"tsp": "tour length", "cvrp": "total distance"}[args.problem]
 COLUMN = COST.replace(" ", "_")  # the csv's column of mean costs
 
@@ -52,12 +61,13 @@ COLUMN = COST.replace(" ", "_")  # the csv's column of mean costs
 def sweep() -> pd.DataFrame:
     """The mean costs of every factor and of EIE and log_N at every length, as a table."""
     torch.set_grad_enabled(False)
-    if not (study.results_dir(PRESET["run"], create=False) / "models" / f"{MODEL}.pt").is_file():
-        parser.error(f"no exported policy {MODEL} in results/{PRESET['run']}/models/: run notebook "
-                     f"{NOTEBOOKS[args.problem]} with presets/cpu_paper.yaml, or export it (eie.study.export_policies)")
-    model = study.load_policies([MODEL], run=PRESET["run"])[MODEL]
+    if not (study.models_folder(RUN) / f"{MODEL}.pt").is_file():
+        parser.error(f"no exported policy {MODEL} in {study.models_folder(RUN)}: run notebook "
+                     f"{args.notebook or NOTEBOOKS[args.problem]} with {args.preset}, or export it "
+                     f"(python -m eie.worker {args.preset} <notebook> --save-carry)")
+    model = study.load_policies([MODEL], run=RUN)[MODEL]
     d = model.config.head_dim
-    net, table = study.ensure_scales(d, N, N_MAX, run=PRESET["run"])  # the run's own, as in Table 2
+    net, table = study.ensure_scales(d, N, N_MAX, run=RUN)  # the run's own, as in Table 2
     plain, eie, log_n = study.bind_methods(["inv_sqrt_d", "eie", "log_N"], d, N, net, table)
 
     def constant_factor(f: float):
@@ -107,4 +117,4 @@ for ax, (n, part) in zip(axes[0], frame.groupby("n")):
     ax.set(title=f"n = {n} ({args.problem.upper()}, seed {args.seed}, trained at N = {N})",
            xlabel="f: lambda = f / sqrt(d) at every site", ylabel=f"{COST} vs 1/sqrt(d) (%)")
     ax.legend(fontsize=8)
-print(plotting.save_figure(fig, f"cpu_paper_lambda_sweep{SUFFIX}"))
+print(plotting.save_figure(fig, f"{RUN}_lambda_sweep{SUFFIX}"))
