@@ -57,6 +57,18 @@ def test_a_busy_model_is_left_to_its_worker(tmp_path, monkeypatch, capsys):
     assert "held by another worker" in capsys.readouterr().out
 
 
+def test_seeds_restricts_a_worker_to_some_of_the_presets_seeds(tmp_path, monkeypatch, capsys):
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, seeds=[0, 1, 2])
+    worker.main([str(preset), "03_train_tsp", "--seeds", "2", "0"])
+    trained = sorted(path.name for path in (tmp_path / "tiny" / "checkpoints").glob("*.pt"))
+    assert trained == ["tsp_inv_sqrt_d_n6_seed0.pt", "tsp_inv_sqrt_d_n6_seed2.pt"]
+    with pytest.raises(SystemExit):  # a seed the preset does not train: refused before any training
+        worker.main([str(preset), "03_train_tsp", "--seeds", "3"])
+    assert "the preset trains seeds [0, 1, 2], not [3]" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="not \\[5\\]"):
+        worker.run_worker(preset, "03_train_tsp", seeds=[5])
+
+
 def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
     preset = tmp_path / "tiny.yaml"

@@ -5,6 +5,7 @@
     python -m eie.worker presets/NAME.yaml 03_train_tsp --status     (where its training stands)
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --references (the reference solver only)
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --save-carry (checkpoints to commit)
+    python -m eie.worker presets/NAME.yaml 08_rivals 04_train_cvrp --seeds 0 (seed 0 of each first)
 
 A worker reads the notebook's own defaults (its `parameters` cell), applies the preset file (and
 its `per_notebook` entry) exactly as `papermill -f presets/NAME.yaml` does, checks them with the
@@ -80,12 +81,15 @@ def preset_parameters(preset, notebook: str) -> dict:
     return check_parameters(notebook, {**notebook_defaults(notebook), **values})
 
 
-def run_worker(preset, notebook: str, poll_seconds: float = 30.0) -> None:
-    """Train every model of `preset` for `notebook` that no other process is training; wait for
-    those that are and return when all are finished."""
+def run_worker(preset, notebook: str, poll_seconds: float = 30.0, seeds=None) -> None:
+    """Train every model of `preset` for `notebook` that no other process is training (only those of
+    `seeds`, if given: a subset of the preset's seeds, e.g. seed 0 of every problem before the
+    others); wait for those that are and return when all are finished."""
     params = preset_parameters(preset, notebook)
+    check_seeds(params, notebook, seeds)
     jobs = [(setup, rule, seed) for setup in study.training_setups(notebook, params)
-            for rule, seed in study.model_pairs(params["rules"], study.seeds_by_rule(params))]
+            for rule, seed in study.model_pairs(params["rules"], study.seeds_by_rule(params))
+            if seeds is None or seed in seeds]
     pending = list(jobs)
     while pending:
         busy = []
@@ -101,6 +105,15 @@ def run_worker(preset, notebook: str, poll_seconds: float = 30.0) -> None:
         pending = busy
         if pending:
             time.sleep(poll_seconds)  # another worker is training these; finish only when they are
+
+
+def check_seeds(params: dict, notebook: str, seeds) -> None:
+    """Raise ValueError, naming the preset's seeds, if `seeds` (None: all) holds one the preset does
+    not train for `notebook`."""
+    known = sorted({seed for each in study.seeds_by_rule(params).values() for seed in each})
+    unknown = sorted(set(seeds or []) - set(known))
+    if unknown:
+        raise ValueError(f"{notebook}: the preset trains seeds {known}, not {unknown}; give --seeds among those")
 
 
 def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
@@ -273,6 +286,8 @@ def main(argv=None) -> None:
     parser.add_argument("--save-carry", action="store_true",
                         help="copy the checkpoints of the models in training here into results/<run>/carry/ and "
                              "export the finished ones to results/<run>/models/ (to commit); train nothing")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                        help="train only these of the preset's seeds (e.g. --seeds 0: seed 0 of each notebook first)")
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, not {args.threads}")
@@ -289,7 +304,11 @@ def main(argv=None) -> None:
             print_status(args.preset, notebook)
         return None
     for notebook in args.notebooks:  # every notebook's parameters checked before hours of training start
-        preset_parameters(args.preset, notebook)
+        params = preset_parameters(args.preset, notebook)
+        try:
+            check_seeds(params, notebook, args.seeds)
+        except ValueError as error:
+            parser.error(str(error))
     use_threads(args.threads)
     for notebook in args.notebooks:
         if args.references:
@@ -300,7 +319,7 @@ def main(argv=None) -> None:
                          for n, values in by_n.items()]
                 print(f"{notebook} {setting}: reference mean objective " + ", ".join(means), flush=True)
         else:
-            run_worker(args.preset, notebook)
+            run_worker(args.preset, notebook, seeds=args.seeds)
     return None
 
 
