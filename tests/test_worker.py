@@ -62,9 +62,20 @@ def test_seeds_restricts_a_worker_to_some_of_the_presets_seeds(tmp_path, monkeyp
     worker.main([str(preset), "03_train_tsp", "--seeds", "2", "0"])
     trained = sorted(path.name for path in (tmp_path / "tiny" / "checkpoints").glob("*.pt"))
     assert trained == ["tsp_inv_sqrt_d_n6_seed0.pt", "tsp_inv_sqrt_d_n6_seed2.pt"]
-    with pytest.raises(SystemExit):  # a seed the preset does not train: refused before any training
-        worker.main([str(preset), "03_train_tsp", "--seeds", "3"])
-    assert "the preset trains seeds [0, 1, 2], not [3]" in capsys.readouterr().err
+    # a seed one of the notebooks does not train: refused before the first notebook trains anything
+    preset.write_text(yaml.safe_dump({**yaml.safe_load(preset.read_text()),
+                                      "per_notebook": {"05_train_bpp": {"seeds": [0]}}}))
+    with pytest.raises(SystemExit):
+        worker.main([str(preset), "03_train_tsp", "05_train_bpp", "--seeds", "1"])
+    assert "05_train_bpp: the preset trains seeds [0], not [1]" in capsys.readouterr().err
+    assert not (tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed1.pt").exists()
+    with pytest.raises(SystemExit):  # status and carrying cover every seed
+        worker.main([str(preset), "03_train_tsp", "--status", "--seeds", "0"])
+    # a rule trained with fewer seeds (seeds_by_rule) is skipped for the others, not refused
+    preset.write_text(yaml.safe_dump({**yaml.safe_load(preset.read_text()), "run": "fewer", "rules": ["inv_sqrt_d", "ln_d"],
+                                      "seeds_by_rule": {"ln_d": [0]}}))
+    worker.main([str(preset), "03_train_tsp", "--seeds", "1"])
+    assert [path.name for path in (tmp_path / "fewer" / "checkpoints").glob("*.pt")] == ["tsp_inv_sqrt_d_n6_seed1.pt"]
     with pytest.raises(ValueError, match="not \\[5\\]"):
         worker.run_worker(preset, "03_train_tsp", seeds=[5])
 

@@ -287,10 +287,13 @@ def main(argv=None) -> None:
                         help="copy the checkpoints of the models in training here into results/<run>/carry/ and "
                              "export the finished ones to results/<run>/models/ (to commit); train nothing")
     parser.add_argument("--seeds", type=int, nargs="+", default=None,
-                        help="train only these of the preset's seeds (e.g. --seeds 0: seed 0 of each notebook first)")
+                        help="train only these of the preset's seeds, in the preset's order (e.g. --seeds 0: seed 0 "
+                             "of each notebook before the others); training only")
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, not {args.threads}")
+    if args.seeds is not None and (args.save_carry or args.status or args.references):
+        parser.error("--seeds picks the models to train; --status, --save-carry and --references cover every seed")
     if args.save_carry:
         for notebook in args.notebooks:
             saved = save_carry(args.preset, notebook)

@@ -1,19 +1,20 @@
-"""Which attention scale does a cpu_paper model (TSP100 or CVRP100, one seed) want at a longer n? A constant
+"""Which attention scale does a trained 1/sqrt(d) model (one seed) want at a longer n? A constant
 lambda = f / sqrt(d) at every n, applied where EIE applies its lambda(n) (the encoder's
 self-attention and the decoder's glimpse), swept over f on the first `--instances` instances of the
-Table 2 (TSP) or Table 3 (CVRP, C_v = 10) test set, at n = 400 and 800; beside the factors that EIE (lambda(n) sqrt(d)) and
-log_N(n)/sqrt(d) (ln n / ln N) use at the same n. A diagnostic for why EIE loses to 1/sqrt(d) at
-N = 100 (README.md): if the best f lies well below EIE's, EIE sharpens the attention further than
-the trained model can use.
-Run from the repository root:
+run's Table 2 (TSP) or Table 3 (CVRP) test set, at n = 4N and 8N unless `--lengths` says otherwise;
+beside the factors that EIE (lambda(n) sqrt(d)) and log_N(n)/sqrt(d) (ln n / ln N) use at the same
+n. A diagnostic for why EIE loses to 1/sqrt(d) at N = 100 (README.md): if the best f lies well below
+EIE's, EIE sharpens the attention further than the trained model can use.
+Run from the repository root; by default on the models of presets/cpu_paper.yaml (TSP100, CVRP100 at C_v = 10):
   .venv/bin/python results/cpu_paper/lambda_sweep.py [--instances 256] [--problem cvrp --seed 1]
 Writes results/cpu_paper/lambda_sweep.csv and figures/cpu_paper_lambda_sweep.png for the TSP model
 of seed 0, otherwise lambda_sweep_<problem>_seed<seed>.csv and cpu_paper_lambda_sweep_<problem>_seed<seed>.png
-(`--plot-only`: redraw the figure from the csv). Another run's 1/sqrt(d) model: `--preset` and
+(`--plot-only`: redraw the figure from the csv). Another run's TSP model: `--preset` and
 `--notebook` (the notebook whose models it is), e.g. the well-trained TSP20 model of cpu_long_v2:
   .venv/bin/python results/cpu_paper/lambda_sweep.py --preset presets/cpu_long_v2.yaml --notebook 08_rivals \
-      --instances 512 --lengths 80 160 320
-which writes results/cpu_long_v2/lambda_sweep.csv and figures/cpu_long_v2_lambda_sweep.png.
+      --instances 512 --lengths 80 160 320 --factors 0.75 1 1.25 1.5 1.75 2 2.5 3 4
+which writes results/cpu_long_v2/lambda_sweep.csv and figures/cpu_long_v2_lambda_sweep.png (the CVRP
+models' names here carry cpu_paper's capacity tag, _C10).
 """
 
 import argparse
@@ -61,8 +62,9 @@ COLUMN = COST.replace(" ", "_")  # the csv's column of mean costs
 def sweep() -> pd.DataFrame:
     """The mean costs of every factor and of EIE and log_N at every length, as a table."""
     torch.set_grad_enabled(False)
-    if not (study.models_folder(RUN) / f"{MODEL}.pt").is_file():
-        parser.error(f"no exported policy {MODEL} in {study.models_folder(RUN)}: run notebook "
+    folder = study.results_dir(RUN, create=False) / "models"  # study.models_folder, without creating the run
+    if not (folder / f"{MODEL}.pt").is_file():
+        parser.error(f"no exported policy {MODEL} in {folder}: run notebook "
                      f"{args.notebook or NOTEBOOKS[args.problem]} with {args.preset}, or export it "
                      f"(python -m eie.worker {args.preset} <notebook> --save-carry)")
     model = study.load_policies([MODEL], run=RUN)[MODEL]
