@@ -4,11 +4,14 @@ and the trapped volume: `heightmap.lowest_placements`) and one full decoding ste
 attend2pack model (pointer + placement + drop), each by the compiled CPU kernel (what runs on a CPU)
 and by the torch composition (the reference; what runs on a GPU), repeats alternating; then one
 REINFORCE training step at 100 boxes, batch 64 (sampled rollout with gradients, greedy baseline
-rollout, backward, Adam), kernel path.
+rollout, backward, Adam), kernel path, two ways, steps alternating: as the library runs it (the
+step context runs the placement head's frontier convolutions with its own, on a channels-last
+frontier: `FrontierEncoder.share_convolutions`) and the straightforward way (each encoder its own
+convolutions, plain layout). `--train-boxes 20` gives the step of `presets/cpu_long_v2.yaml`.
 
 Target (issue 13): the decoding step in <= 1/10 of the torch path's time. Medians over repeats, on CPU
 and, when one is present, on CUDA (the torch path only).
-Run: python benchmarks/bench_placement.py [--repeats 20] [--batch 64] [--boxes 100] [--train-steps 2]
+Run: python benchmarks/bench_placement.py [--repeats 20] [--batch 64] [--boxes 100] [--train-boxes 100] [--train-steps 3]
 """
 
 import argparse
@@ -19,7 +22,7 @@ import torch
 
 from eie.attention import Attention
 from eie.model import AttentionModel
-from eie.problems import BPP, heightmap
+from eie.problems import BPP, bpp, heightmap
 from eie.scaling import inv_sqrt_d
 from eie.training import TrainConfig, build_model
 
@@ -58,7 +61,9 @@ def with_kernel(use: bool, fn):
     return run
 
 
-def training_step_seconds(problem, batch, boxes, steps, device) -> float:
+def training_step_seconds(problem, batch, boxes, steps, device) -> dict:
+    """Median seconds of a training step, {"shared": as the library runs it, "separate": the
+    straightforward convolutions}, steps alternating (the first of each is warm-up)."""
     config = TrainConfig(problem="bpp", problem_options={"length": problem.length, "width": problem.width},
                          n_train=boxes, batch_size=batch)
     torch.manual_seed(0)
@@ -66,18 +71,27 @@ def training_step_seconds(problem, batch, boxes, steps, device) -> float:
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
     data, sample = torch.Generator().manual_seed(0), torch.Generator(device=device).manual_seed(0)
 
-    def step():
-        instance = problem.generate(batch, boxes, data, device)
-        solution, log_likelihood = model.sample_with_gradients(instance, sample)
-        with torch.no_grad():
-            base = problem.cost(instance, baseline.rollout(instance)[0])
-        loss = ((problem.cost(instance, solution) - base) * log_likelihood).mean()
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
+    def step(shared: bool):
+        def run():
+            bpp.FRONTIER_CHANNELS_LAST = shared
+            for m in (model, baseline):
+                m.decoder.step_context.share_convolutions(*((m.action_head.frontier,) if shared else ()))
+            instance = problem.generate(batch, boxes, data, device)
+            solution, log_likelihood = model.sample_with_gradients(instance, sample)
+            with torch.no_grad():
+                base = problem.cost(instance, baseline.rollout(instance)[0])
+            loss = ((problem.cost(instance, solution) - base) * log_likelihood).mean()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        return run
 
-    step()  # warm-up
-    return median_seconds(step, steps, device)
+    try:
+        return alternate({"shared": step(True), "separate": step(False)}, steps, device)
+    finally:
+        bpp.FRONTIER_CHANNELS_LAST = True
+        for m in (model, baseline):
+            m.decoder.step_context.share_convolutions(m.action_head.frontier)
 
 
 def main():
@@ -85,13 +99,14 @@ def main():
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--boxes", type=int, default=100)
-    parser.add_argument("--train-steps", type=int, default=2)
+    parser.add_argument("--train-boxes", type=int, default=100)
+    parser.add_argument("--train-steps", type=int, default=3)
     args = parser.parse_args()
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, numba kernel: {heightmap.CPU_KERNEL}; "
-          f"bin 120 x 100, B = {args.batch}")
+          f"bin 120 x 100, B = {args.batch}; training step at {args.train_boxes} boxes")
     print(f"{'device':6} {'options kernel':>15} {'options torch':>14} {'step kernel':>12} {'step torch':>11} "
-          f"{'step ratio':>11} {'train step (s)':>15}   (ms unless said)")
+          f"{'step ratio':>11} {'train step (s)':>15} {'straightforward (s)':>20} {'ratio':>6}   (ms unless said)")
     problem = BPP(120, 100)
     for device in devices:
         torch.manual_seed(0)
@@ -117,10 +132,11 @@ def main():
                            "options torch": with_kernel(False, lambda: state.placement_options(box)),
                            "step kernel": with_kernel(True, step), "step torch": with_kernel(False, step)},
                           args.repeats, device)
-        train = training_step_seconds(problem, args.batch, args.boxes, args.train_steps, device)
+        train = training_step_seconds(problem, args.batch, args.train_boxes, args.train_steps, device)
         print(f"{device:6} {1e3 * t['options kernel']:15.1f} {1e3 * t['options torch']:14.1f} "
               f"{1e3 * t['step kernel']:12.1f} {1e3 * t['step torch']:11.1f} "
-              f"{t['step torch'] / t['step kernel']:11.1f} {train:15.1f}")
+              f"{t['step torch'] / t['step kernel']:11.1f} {train['shared']:15.2f} {train['separate']:20.2f} "
+              f"{train['separate'] / train['shared']:6.2f}")
 
 
 if __name__ == "__main__":

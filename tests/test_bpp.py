@@ -126,6 +126,41 @@ def test_policy_packs_feasibly_and_is_equivariant_in_the_boxes():
     assert torch.allclose(a, b, atol=1e-5)
 
 
+def test_shared_frontier_convolutions_give_the_separate_ones_numbers(monkeypatch):
+    """The step context runs the placement head's convolutions with its own (one grouped convolution,
+    channels-last frontier): the same draws, log-likelihood and gradients as each encoder on its own
+    in the plain layout; a deep copy (the training baseline) shares with its own head, not the original's."""
+    import copy
+
+    from eie.problems import bpp
+
+    torch.manual_seed(0)
+    problem = make_problem("bpp", length=60, width=50)
+    model = AttentionModel(problem, Attention(scaling.inv_sqrt_d(16)))
+    context, head = model.decoder.step_context, model.action_head.frontier
+    assert context._shares_with == (head,) and "decoder.step_context._shares_with" not in dict(model.named_modules())
+    twin = copy.deepcopy(model)
+    assert twin.decoder.step_context._shares_with[0] is twin.action_head.frontier
+    instance = problem.generate(4, 8, torch.Generator().manual_seed(1))
+    runs = []
+    for shared in (True, False):
+        monkeypatch.setattr(bpp, "FRONTIER_CHANNELS_LAST", shared)
+        context.share_convolutions(*((head,) if shared else ()))
+        model.zero_grad()
+        solution, log_likelihood = model.rollout(instance, "sample", generator=torch.Generator().manual_seed(2))
+        log_likelihood.sum().backward()
+        runs.append((solution, log_likelihood.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    (a, la, ga), (b, lb, gb) = runs
+    assert torch.equal(a, b) and torch.allclose(la, lb, atol=1e-5)
+    assert len(ga) == len(gb) > 0 and all(torch.allclose(x, y, atol=1e-5) for x, y in zip(ga, gb))
+    context.share_convolutions(head)
+    state = problem.initial_state(instance)
+    context(state)
+    assert list(state.frontier_codes) == [id(head)]  # its own code read and dropped, the head's waiting
+    head(state)
+    assert state.frontier_codes == {}
+
+
 def test_bad_bins_and_sizes_are_refused():
     with pytest.raises(ValueError, match="footprint"):
         BPP(40, 100)

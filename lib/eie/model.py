@@ -224,7 +224,7 @@ class AttentionModel(nn.Module):
         self.encoder = nn.ModuleList(EncoderLayer(config) for _ in range(config.layers))
         self.decoder = Decoder(config, problem.make_step_context(config.dim))
         # A second decision per step, after the pointer (bin packing's placement); None for most problems.
-        self.action_head = problem.make_action_head(config.dim)
+        self.action_head = problem.make_action_head(config.dim, self.decoder.step_context)
         self.encoder_precision = "float32"  # one of PRECISIONS
 
     def encoder_context(self, instance: dict, layer: int, batch: int, device) -> AttentionContext:

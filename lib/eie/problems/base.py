@@ -14,8 +14,8 @@ the nodes; decoding state is a problem-specific object updated functionally (`St
 
 What differs between problems and what the rest of the study asks of them:
 - model pieces: `make_node_embedding(dim)`, `make_step_context(dim)` (a `StepContext`), and optionally
-  `make_action_head(dim)` (a second decision per step after the pointer, e.g. bin packing's
-  placement; None: there is none);
+  `make_action_head(dim, step_context)` (a second decision per step after the pointer, e.g. bin
+  packing's placement; None: there is none);
 - `size(instance)`: the n the scaling rules see; `positions(instance)`: node coordinates for
   position-aware attention (None: the nodes have none); `permute(instance, generator)`: the
   instance with its interchangeable nodes reordered (Theorem 1 checks);
@@ -161,8 +161,9 @@ class Problem:
     def make_step_context(self, dim: int) -> StepContext:
         raise NotImplementedError
 
-    def make_action_head(self, dim: int) -> nn.Module | None:
-        """A second decision per step after the pointer, or None."""
+    def make_action_head(self, dim: int, step_context: StepContext | None = None) -> nn.Module | None:
+        """A second decision per step after the pointer, or None. `step_context`: the model's own (from
+        `make_step_context`), for a head that shares work with it."""
         return None
 
 
