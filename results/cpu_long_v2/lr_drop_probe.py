@@ -12,8 +12,11 @@ starts later.
 Run from the repository root:
   .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --epochs 150
   .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --batch-size 512 --epochs 100
-Writes results/cpu_long_v2/lr_drop_probe_lr<lr>[_batch<B>]_from<epoch>.csv (the epochs after the
-start; the batch in the name only where it differs from the preset's).
+  .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --notebook 05_train_bpp --lr 1e-3 --epochs 40
+(the last: the bin-packing model of the same rule and seed, 120 x 100, from wherever its checkpoint is).
+Writes results/cpu_long_v2/lr_drop_probe_[<problem and setting>_]lr<lr>[_batch<B>]_from<epoch>.csv
+(the epochs after the start; the problem only where it is not TSP, the batch only where it differs
+from the preset's).
 """
 
 import argparse
@@ -32,18 +35,22 @@ parser.add_argument("--epochs", type=int, default=150, help="epochs to add (defa
 parser.add_argument("--batch-size", type=int, default=None, help="training instances per step after the stop "
                     "(default: the preset's)")
 parser.add_argument("--seed", type=int, default=0)
+parser.add_argument("--rule", default="inv_sqrt_d")
+parser.add_argument("--notebook", default="08_rivals", help="whose model: 08_rivals (TSP, default), "
+                    "04_train_cvrp or 05_train_bpp (their first setting: C_v = 10, the 120 x 100 bin)")
 args = parser.parse_args()
 torch.set_num_threads(1)
 
-name = f"tsp_inv_sqrt_d_n20_seed{args.seed}"
+params = worker.preset_parameters("presets/cpu_long_v2.yaml", args.notebook)
+setup = next(iter(study.training_setups(args.notebook, params)))
+problem = setup["config"]["problem"]
+name = f"{problem}{setup['tag']}_{args.rule}_n{params['n_train']}_seed{args.seed}"
 source = Path("results/cpu_long_v2/checkpoints") / f"{name}.pt"
 if not source.is_file():
     raise SystemExit(f"no checkpoint at {source}: train it first (results/cpu_long_v2/README.md)")
 state = torch.load(source, weights_only=False)
 stopped = state["epoch"]
-params = worker.preset_parameters("presets/cpu_long_v2.yaml", "08_rivals")
-setup = next(iter(study.training_setups("08_rivals", params)))
-base = training.TrainConfig(rule="inv_sqrt_d", seed=args.seed, **setup["config"])
+base = training.TrainConfig(rule=args.rule, seed=args.seed, **setup["config"])
 if state["config"] != base.resume_key():
     raise SystemExit(f"{source} was not trained with the settings this probe assumes; see its config")
 batch_size = args.batch_size or base.batch_size
@@ -57,7 +64,8 @@ with tempfile.TemporaryDirectory() as scratch:
     result = training.train(config, scratch, name=name, device="cpu", progress=True)
 log = result.log[result.log.epoch > stopped]
 batch_tag = "" if batch_size == base.batch_size else f"_batch{batch_size}"
-out = Path("results/cpu_long_v2") / f"lr_drop_probe_lr{args.lr:g}{batch_tag}_from{stopped}.csv"
+model_tag = "" if problem == "tsp" else f"{problem}{setup['tag']}_"
+out = Path("results/cpu_long_v2") / f"lr_drop_probe_{model_tag}lr{args.lr:g}{batch_tag}_from{stopped}.csv"
 log.to_csv(out, index=False)
 print(f"stopped at epoch {stopped}; mean held-out greedy cost of the {args.epochs} epochs after it at lr "
       f"{args.lr:g}, batch {batch_size}: {log.eval_cost.mean():.4f} (last 50: {log.eval_cost.iloc[-50:].mean():.4f}); "
