@@ -171,6 +171,26 @@ def test_training_figure_marks_the_epochs_where_the_learning_rate_was_lowered():
         assert not [line for line in unmarked.axes[0].get_lines() if line.get_marker() == "v"]
 
 
+def test_training_figure_draws_the_sampled_objective_and_the_reference_at_n():
+    import numpy as np
+    import pandas as pd
+
+    from eie.plotting import training_figure
+
+    rows = [dict(setting="120x100", rule="inv_sqrt_d", seed=0, epoch=e + 1, eval_cost=-50.0 - e, train_cost=-30.0 - e,
+                 p_value=0.5) for e in range(4)]
+    references = {"120x100": {10: np.array([60.0, 62.0]), 20: np.array([70.0])}}
+    fig = training_figure(pd.DataFrame(rows), "load rate (%)", maximise=True, sampled=True, references=references,
+                          at_n=10, reference_name="best heuristic")
+    lines = fig.axes[0].get_lines()
+    drawn = {tuple(line.get_ydata()) for line in lines if len(line.get_xdata()) == 4}
+    assert drawn == {(50.0, 51.0, 52.0, 53.0), (30.0, 31.0, 32.0, 33.0)}  # held-out greedy and, faint, sampled
+    assert [list(line.get_ydata()) for line in lines if line.get_linestyle() == "--"] == [[61.0, 61.0]]
+    assert "best heuristic, n = 10" in [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    plain = training_figure(pd.DataFrame(rows), "load rate (%)", maximise=True)
+    assert len([line for line in plain.axes[0].get_lines() if len(line.get_xdata())]) == 1  # neither unless asked
+
+
 def test_tsplib_figure_draws_each_methods_gap_and_its_difference_to_the_base_model_instance_by_instance():
     import pandas as pd
 

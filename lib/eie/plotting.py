@@ -132,15 +132,20 @@ def _seed_kwargs(rule: str, seed: int, seeds: list) -> dict:
     return kwargs
 
 
-def training_figure(logs, ylabel: str, maximise: bool = False, mark_lr_drops: bool = False):
+def training_figure(logs, ylabel: str, maximise: bool = False, mark_lr_drops: bool = False, sampled: bool = False,
+                    references: dict | None = None, at_n: int | None = None, reference_name: str = "reference"):
     """Training at a glance: a panel per setting with the held-out greedy objective per epoch, one
     line per (rule, seed; the seeds of a rule share its colour and differ in line style); a last
     panel with the baseline test's p-value (the 0.05 line dotted; p below 1e-12 drawn at 1e-12, so
     that the axis shows the range where the test decides).
     `logs` are `eie.study.train_problem`'s (columns setting, rule, seed, epoch, eval_cost, p_value,
-    and lr); with `mark_lr_drops` (for runs with `lr_drops`; not for `lr_decay_on_p`, whose small
+    and lr, train_cost); with `mark_lr_drops` (for runs with `lr_drops`; not for `lr_decay_on_p`, whose small
     steps would crowd the lines) the epochs where the learning rate was lowered are marked ▼; with
-    `maximise` the objective shown is -eval_cost (bin packing's load rate)."""
+    `maximise` the objective shown is -eval_cost (bin packing's load rate). `sampled`: also the
+    mean objective of the solutions REINFORCE sampled on each epoch's training batches, faint, in
+    the same colour and style (how far the sampling policy is from its greedy decoding).
+    `references` ({setting: {n: reference objectives}}, `eie.study.evaluate_problem`'s) with `at_n`:
+    the reference solver's mean at the training length, a grey dashed line named `reference_name`."""
     settings = list(dict.fromkeys(logs.setting))
     seeds = sorted(set(logs.seed))
     fig, axes = plt.subplots(1, len(settings) + 1, figsize=(5.2 * (len(settings) + 1), 3.6), squeeze=False)
@@ -150,14 +155,22 @@ def training_figure(logs, ylabel: str, maximise: bool = False, mark_lr_drops: bo
             objective = -log.eval_cost if maximise else log.eval_cost
             ax.plot(log.epoch, objective, alpha=0.8, label=f"{methods.label(rule)}, seed {seed}",
                     **_seed_kwargs(rule, seed, seeds))
+            if sampled:
+                ax.plot(log.epoch, -log.train_cost if maximise else log.train_cost, alpha=0.3, lw=0.8, label="_",
+                        **_seed_kwargs(rule, seed, seeds))
             dropped = (log.lr < log.lr.shift()).to_numpy() if mark_lr_drops and "lr" in log else []
             if any(dropped):
                 ax.plot(log.epoch[dropped], objective[dropped], "v", ms=7, ls="none", label="_",
                         color=rule_kwargs(rule).get("color"))
                 marked = True
+        if references is not None and at_n in references.get(setting, {}):
+            ax.axhline(float(np.mean(references[setting][at_n])), color="grey", ls="--", lw=1,
+                       label=f"{reference_name}, n = {at_n}")
         ax.set(xlabel="epoch", ylabel=f"held-out {ylabel}", title=setting or "held-out objective")
     if marked:  # one legend entry, in the panel that has the legend
         axes[0, 0].plot([], [], "v", ms=7, ls="none", color="grey", label="learning rate lowered")
+    if sampled:
+        axes[0, 0].plot([], [], color="grey", alpha=0.3, lw=0.8, label="faint: sampled, training batches")
     axes[0, 0].legend(fontsize=7)
     p_axis = axes[0, -1]
     for (setting, rule, seed), log in logs.groupby(["setting", "rule", "seed"], sort=False):
