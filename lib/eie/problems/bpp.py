@@ -101,11 +101,16 @@ class BPPState:
         """(B, 2, L, W): the last two height maps, relative to the current lowest cell, / MAX_EDGE;
         computed once per state (the step context and the placement head both read it). Laid out
         channels-last in memory when `FRONTIER_CHANNELS_LAST` (the convolutions run faster so)."""
+        batch, length, width = self.heights.shape
+        options = {"dtype": torch.float32, "device": self.heights.device}
         if FRONTIER_CHANNELS_LAST:
-            maps = torch.stack([self.heights, self.previous], dim=-1).to(torch.float32).permute(0, 3, 1, 2)
+            maps = torch.empty(batch, length, width, 2, **options).permute(0, 3, 1, 2)
         else:
-            maps = torch.stack([self.heights, self.previous], dim=1).to(torch.float32)  # integers: exact
-        return maps.sub_(self.floor[:, None, None, None]).div_(MAX_EDGE)
+            maps = torch.empty(batch, 2, length, width, **options)
+        floor = self.floor[:, None, None]
+        torch.sub(self.heights, floor, out=maps[:, 0])  # integers below 2^24: exact in float32
+        torch.sub(self.previous, floor, out=maps[:, 1])
+        return maps.div_(MAX_EDGE)
 
     @functools.cached_property
     def frontier_codes(self) -> dict:
