@@ -23,6 +23,24 @@ def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path):
     assert np.allclose(straight.log[pd_cols].to_numpy(), resumed.log[pd_cols].to_numpy())
 
 
+def test_the_warm_up_trains_otherwise_and_resumes_exactly(tmp_path):
+    """Kool et al.'s warm-up: the first `warmup_epochs` epochs learn against an exponential baseline
+    (so the parameters differ from the rollout baseline's run), its value is checkpointed (an
+    interrupted run ends where an uninterrupted one ends), and 0 keeps old checkpoints' key."""
+    warm = dict(SMALL, warmup_epochs=2)
+    straight = train(TrainConfig(epochs=3, **warm), tmp_path / "a", progress=False, device="cpu")
+    train(TrainConfig(epochs=1, **warm), tmp_path / "b", progress=False, device="cpu")  # stopped inside the warm-up
+    resumed = train(TrainConfig(epochs=3, **warm), tmp_path / "b", progress=False, device="cpu")
+    for (name, p), q in zip(straight.model.state_dict().items(), resumed.model.state_dict().values()):
+        assert torch.equal(p, q), name
+    assert torch.load(straight.checkpoint, weights_only=False)["warmup_baseline"] is not None
+    rollout = train(TrainConfig(epochs=3, **SMALL), tmp_path / "c", progress=False, device="cpu")
+    assert not torch.equal(rollout.model.state_dict()["embed.linear.weight"], straight.model.state_dict()["embed.linear.weight"])
+    assert "warmup_epochs" not in TrainConfig(**SMALL).resume_key() and TrainConfig(**warm).resume_key()["warmup_epochs"] == 2
+    with pytest.raises(ValueError, match="warmup_epochs"):
+        TrainConfig(**dict(SMALL, warmup_epochs=-1))
+
+
 def test_checkpoint_guards(tmp_path):
     result = train(TrainConfig(epochs=1, **SMALL), tmp_path, name="run", progress=False, device="cpu")
     with pytest.raises(ValueError, match="different settings \\(lr\\)"):

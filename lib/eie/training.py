@@ -39,6 +39,7 @@ from .model import PRECISIONS, AttentionModel, ModelConfig
 from .problems import make_problem
 
 CHECKPOINT_FORMAT = "eie-train/1"
+WARMUP_BETA = 0.8  # Kool et al. (2019): the exponential baseline's decay, b <- beta b + (1 - beta) mean cost
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class TrainConfig:
     plateau_tolerance: float = 0.001
     lr_drops: int = 0  # K > 0: the first K plateaus multiply lr by lr_drop_factor and training goes on
     lr_drop_factor: float = 0.25
+    warmup_epochs: int = 0  # W > 0: Kool et al.'s warm-up, an exponential baseline in the first W epochs (`WARMUP_BETA`)
     seed: int = 0
     model: ModelConfig = ModelConfig()
 
@@ -80,6 +82,9 @@ class TrainConfig:
         if self.plateau_window < 0 or not 0 <= self.plateau_tolerance < 1:
             raise ValueError(f"plateau_window >= 0 (0: train every epoch) and 0 <= plateau_tolerance < 1 are required, "
                              f"got {self.plateau_window} and {self.plateau_tolerance}")
+        if self.warmup_epochs < 0:
+            raise ValueError(f"warmup_epochs must be >= 0 (0: the greedy rollout baseline from the start), got "
+                             f"{self.warmup_epochs}")
         if self.lr_drops < 0 or not 0 < self.lr_drop_factor < 1:
             raise ValueError(f"lr_drops >= 0 and 0 < lr_drop_factor < 1 are required, got {self.lr_drops} and "
                              f"{self.lr_drop_factor}")
@@ -97,6 +102,8 @@ class TrainConfig:
         # stopped by the plateau rule resumes into its next phase when lr_drops is raised.
         for name in ("plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor"):
             key.pop(name)
+        if not key["warmup_epochs"]:
+            key.pop("warmup_epochs")  # checkpoints written before the option resume
         key["sites"] = list(key["sites"])
         return key
 
@@ -317,8 +324,10 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
         sample_gen.set_state(state["sample_gen"].to(sample_gen.get_state().device))
         eval_set = {k: v.to(device) for k, v in state["eval_set"].items()}
         start_epoch, rows = state["epoch"], state["log"]
+        warmup_baseline = state.get("warmup_baseline")
     else:
         eval_set = new_eval_set()
+        warmup_baseline = None  # the exponential baseline of the warm-up epochs (a float once set)
     baseline_costs = greedy_cost(baseline, eval_set)
 
     bar = tqdm(range(start_epoch, config.epochs), desc=name, disable=not progress, initial=start_epoch,
@@ -341,13 +350,18 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
                 baseline.eval()
                 base_solution, _ = baseline.rollout(batch, "greedy")
                 base_cost = problem.cost(batch, base_solution)
+            base.append(float(base_cost.mean()))  # logged: the greedy rollout's cost, warm-up or not
+            if epoch < config.warmup_epochs:
+                mean = float(cost.mean())
+                warmup_baseline = mean if warmup_baseline is None else \
+                    WARMUP_BETA * warmup_baseline + (1 - WARMUP_BETA) * mean
+                base_cost = torch.full_like(cost, warmup_baseline)
             loss = ((cost - base_cost) * log_likelihood).mean()
             optimiser.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
             optimiser.step()
             costs.append(float(cost.mean()))
-            base.append(float(base_cost.mean()))
         candidate_costs = greedy_cost(model, eval_set)
         p_value = paired_t_test_p(candidate_costs, baseline_costs)
         updated = p_value < config.alpha
@@ -366,7 +380,7 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
                      "model": model.state_dict(), "baseline": baseline.state_dict(),
                      "optimiser": optimiser.state_dict(), "data_gen": data_gen.get_state(),
                      "sample_gen": sample_gen.get_state(), "eval_set": {k: v.cpu() for k, v in eval_set.items()},
-                     "log": rows}, checkpoint)
+                     "log": rows, "warmup_baseline": warmup_baseline}, checkpoint)
         pd.DataFrame(rows).to_csv(log_path, index=False)
     model.eval()
     model.encoder_precision = "float32"  # the trained policy is evaluated in full precision, as `load_trained` gives it

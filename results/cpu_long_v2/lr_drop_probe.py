@@ -13,6 +13,7 @@ Run from the repository root:
   .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --epochs 150
   .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --batch-size 512 --epochs 100
   .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --notebook 05_train_bpp --lr 1e-3 --epochs 40
+  .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --notebook 05_train_bpp --lr 1e-3 --epochs 40 --exponential-baseline
 (the last: the bin-packing model of the same rule and seed, 120 x 100, from wherever its checkpoint is).
 Writes results/cpu_long_v2/lr_drop_probe_[<problem and setting>_]lr<lr>[_batch<B>]_from<epoch>.csv
 (the epochs after the start; the problem only where it is not TSP, the batch only where it differs
@@ -36,6 +37,8 @@ parser.add_argument("--batch-size", type=int, default=None, help="training insta
                     "(default: the preset's)")
 parser.add_argument("--seed", type=int, default=0)
 parser.add_argument("--rule", default="inv_sqrt_d")
+parser.add_argument("--exponential-baseline", action="store_true", help="the probe's epochs with Kool et al.'s "
+                    "exponential baseline (`TrainConfig.warmup_epochs`) instead of the greedy rollout")
 parser.add_argument("--notebook", default="08_rivals", help="whose model: 08_rivals (TSP, default), "
                     "04_train_cvrp or 05_train_bpp (their first setting: C_v = 10, the 120 x 100 bin)")
 args = parser.parse_args()
@@ -55,7 +58,7 @@ if state["config"] != base.resume_key():
     raise SystemExit(f"{source} was not trained with the settings this probe assumes; see its config")
 batch_size = args.batch_size or base.batch_size
 config = dataclasses.replace(base, lr=args.lr, batch_size=batch_size, epochs=stopped + args.epochs, plateau_window=0,
-                             lr_drops=0)
+                             lr_drops=0, warmup_epochs=stopped + args.epochs if args.exponential_baseline else 0)
 state["config"] = config.resume_key()
 for group in state["optimiser"]["param_groups"]:
     group["lr"] = args.lr
@@ -63,7 +66,8 @@ with tempfile.TemporaryDirectory() as scratch:
     save_atomic(state, Path(scratch) / f"{name}.pt")
     result = training.train(config, scratch, name=name, device="cpu", progress=True)
 log = result.log[result.log.epoch > stopped]
-batch_tag = "" if batch_size == base.batch_size else f"_batch{batch_size}"
+batch_tag = ("" if batch_size == base.batch_size else f"_batch{batch_size}") + \
+    ("_expbaseline" if args.exponential_baseline else "")
 model_tag = "" if problem == "tsp" else f"{problem}{setup['tag']}_"
 out = Path("results/cpu_long_v2") / f"lr_drop_probe_{model_tag}lr{args.lr:g}{batch_tag}_from{stopped}.csv"
 log.to_csv(out, index=False)
