@@ -78,7 +78,8 @@ def training_setups(notebook: str, params: dict) -> list[dict]:
     models whichever runs it. The settings come from the problem (`Problem.settings`)."""
     common = {key: params[key] for key in ("n_train", "epochs", "steps_per_epoch", "batch_size", "max_grad_norm",
                                            "baseline_eval_size", "lr_decay_on_p", "precision", "n_mode",
-                                           "plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor")}
+                                           "plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor",
+                                           "warmup_epochs")}
     common["sites"] = tuple(params["sites"])
     problem = problem_for(notebook)
     setups = []
