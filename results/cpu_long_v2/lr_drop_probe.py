@@ -15,9 +15,9 @@ Run from the repository root:
   .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --notebook 05_train_bpp --lr 1e-3 --epochs 40
   .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --notebook 05_train_bpp --lr 1e-3 --epochs 40 --exponential-baseline
 (the last: the bin-packing model of the same rule and seed, 120 x 100, from wherever its checkpoint is).
-Writes results/cpu_long_v2/lr_drop_probe_[<problem and setting>_]lr<lr>[_batch<B>]_from<epoch>.csv
+Writes results/cpu_long_v2/lr_drop_probe_[<problem and setting>_]lr<lr>[_batch<B>][_expbaseline]_from<epoch>.csv
 (the epochs after the start; the problem only where it is not TSP, the batch only where it differs
-from the preset's).
+from the preset's; the bin-packing probes of the README were then moved to bpp_lr_probe/).
 """
 
 import argparse
