@@ -64,6 +64,7 @@ plateau_tolerance = 0.001  # ... by this relative amount (eie.training.plateau_r
 lr_drops = 0  # K > 0: the first K times the rule holds, lower the learning rate and go on instead of stopping
 lr_drop_factor = 0.25  # ... multiplying it by this (eie.training.plateau_action)
 warmup_epochs = 0  # W > 0: the first W epochs learn against an exponential baseline (Kool et al.'s warm-up)
+pointer_clip = "plain"  # "centred": the pointer's logits C tanh(u - mean u), which cannot saturate (eie.model)
 sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
 n_mode = "instance"  # "instance" or "unmasked" (n the rules see while decoding)
 size_counts_depot = False  # whether the n the rules see counts the depot

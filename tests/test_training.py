@@ -222,3 +222,44 @@ def test_the_fast_decoding_step_gives_the_reference_solutions_and_likelihoods(pr
             if p.grad is not None:
                 assert torch.allclose(replayed_grads[name], p.grad, rtol=1e-4, atol=1e-5), name
         model.zero_grad()
+
+
+def test_centred_pointer_clip_ignores_a_common_shift(tmp_path):
+    """`pointer_clip = "centred"`: C tanh(u - mean of the allowed u). A shift common to all u, which
+    saturates the plain clip (a uniform policy whose gradient vanishes), leaves it unchanged; the
+    fast, reference and replayed decoders agree with it; the choice is kept in the checkpoint."""
+    from eie.model import ModelConfig, clipped_logits
+    generator = torch.Generator().manual_seed(0)
+    u = torch.randn(4, 7, generator=generator)
+    blocked = torch.zeros(4, 7, dtype=torch.bool)
+    blocked[:, :2] = True
+    plain, centred = ModelConfig(), ModelConfig(pointer_clip="centred")
+    expected = (10 * torch.tanh(u)).masked_fill(blocked, float("-inf"))
+    assert torch.equal(clipped_logits(u, blocked, plain), expected)
+    shifted = u + 40.0
+    assert torch.allclose(clipped_logits(shifted, blocked, centred), clipped_logits(u, blocked, centred), atol=1e-3)
+    saturated = torch.log_softmax(clipped_logits(shifted, blocked, plain), dim=-1)
+    assert torch.allclose(saturated[:, 2:], torch.full((4, 5), -np.log(5.0)), atol=1e-6)  # uniform over the allowed
+    kept = torch.log_softmax(clipped_logits(shifted, blocked, centred), dim=-1)
+    assert (kept[:, 2:].max(-1).values + np.log(5.0) > 0.05).all()  # still tells the nodes apart
+    assert torch.isinf(kept[:, :2]).all()
+    with pytest.raises(ValueError, match="pointer_clip"):
+        ModelConfig(pointer_clip="sigmoid")
+
+    config = TrainConfig(epochs=1, **dict(SMALL, model=centred))
+    torch.manual_seed(0)
+    model = build_model(config, "cpu")
+    instance = model.problem.generate(8, 8, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        fast, ll_fast = model.rollout(instance, "sample", torch.Generator().manual_seed(2))
+        reference, ll_reference = model.rollout(instance, "sample", torch.Generator().manual_seed(2), reference=True)
+    replayed, ll_replayed = model.sample_with_gradients(instance, torch.Generator().manual_seed(2))
+    assert torch.equal(fast, reference) and torch.equal(fast, replayed)
+    assert torch.allclose(ll_fast, ll_reference, rtol=1e-5, atol=1e-4)
+    assert torch.allclose(ll_fast, ll_replayed.detach(), rtol=1e-5, atol=1e-4)
+    assert "pointer_clip" not in TrainConfig(**SMALL).resume_key()["model"]  # plain: old checkpoints' key
+    assert config.resume_key()["model"]["pointer_clip"] == "centred"
+    result = train(config, tmp_path, progress=False, device="cpu")
+    assert load_trained(result.checkpoint).config.pointer_clip == "centred"
+    with pytest.raises(ValueError, match="different settings"):
+        train(TrainConfig(epochs=2, **SMALL), tmp_path, progress=False, device="cpu")

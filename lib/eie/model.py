@@ -45,6 +45,15 @@ SHRINKS = 32
 SHRINK_AT = 0.125  # the share of retired columns that makes a check shrink the cache
 
 
+# How a pointer turns its compatibilities u (one per node) into logits: "plain" C tanh(u) (Bello et
+# al., Kool et al.); "centred" C tanh(u - mean of the allowed u). Softmax ignores a shift common to
+# all u, but tanh does not: a common shift of a few units saturates every tanh at once, the policy
+# becomes uniform and its gradient vanishes, and nothing pulls it back. Centring removes that
+# direction, the logits still depend on the differences of u only and stay within +-C
+# (results/cpu_long_v2/README.md, "Bin packing: the pointer's saturation").
+POINTER_CLIPS = ("plain", "centred")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     dim: int = 128
@@ -52,6 +61,7 @@ class ModelConfig:
     layers: int = 3
     ff_hidden: int = 512
     tanh_clip: float = 10.0
+    pointer_clip: str = "plain"  # POINTER_CLIPS
 
     @property
     def head_dim(self) -> int:
@@ -60,6 +70,17 @@ class ModelConfig:
     def __post_init__(self):
         if self.dim % self.heads:
             raise ValueError(f"the model width {self.dim} must be a multiple of the number of heads {self.heads}")
+        if self.pointer_clip not in POINTER_CLIPS:
+            raise ValueError(f"pointer_clip must be one of {POINTER_CLIPS}, got {self.pointer_clip!r}")
+
+
+def clipped_logits(u: torch.Tensor, blocked: torch.Tensor, config: ModelConfig) -> torch.Tensor:
+    """A pointer's logits from its compatibilities u (..., n), -inf where `blocked` (True = not
+    allowed): C tanh(u), or C tanh(u - mean of the allowed u) with `pointer_clip = "centred"`."""
+    if config.pointer_clip == "centred":
+        allowed = (~blocked).to(u.dtype)
+        u = u - (u * allowed).sum(-1, keepdim=True) / allowed.sum(-1, keepdim=True).clamp(min=1)
+    return (config.tanh_clip * torch.tanh(u)).masked_fill(blocked, float("-inf"))
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -167,8 +188,8 @@ class Decoder(nn.Module):
         q = query.view(batch, steps, heads, dim // heads).transpose(1, 2)  # (B, H, T, d)
         glimpse = attention.attend_steps(q, cache.glimpse_k_t, cache.glimpse_v, ctx, blocked)
         glimpse = self.project_out(glimpse.transpose(1, 2).reshape(batch, steps, dim))
-        logits = self.config.tanh_clip * torch.tanh(torch.bmm(glimpse, cache.logit_k_t) / math.sqrt(dim))
-        return torch.log_softmax(logits.masked_fill(blocked, float("-inf")), dim=-1)
+        logits = clipped_logits(torch.bmm(glimpse, cache.logit_k_t) / math.sqrt(dim), blocked, self.config)
+        return torch.log_softmax(logits, dim=-1)
 
     def step(self, cache: DecoderCache, state, attention: Attention, ctx: AttentionContext,
              reference: bool = False) -> torch.Tensor:
@@ -185,8 +206,7 @@ class Decoder(nn.Module):
         glimpse = attention(q, cache.glimpse_k, cache.glimpse_v, ctx, allowed=~mask[:, None, None, :])
         glimpse = self.project_out(glimpse.reshape(batch, dim))
         logits = torch.bmm(cache.logit_k_t.transpose(1, 2), glimpse[:, :, None])[..., 0] / math.sqrt(dim)
-        logits = self.config.tanh_clip * torch.tanh(logits)
-        return torch.log_softmax(logits.masked_fill(mask, float("-inf")), dim=-1)
+        return torch.log_softmax(clipped_logits(logits, mask, self.config), dim=-1)
 
     def replay(self, cache: DecoderCache, trace: "DecodingTrace", attention: Attention) -> torch.Tensor:
         """Summed log-likelihood (B,) of the recorded actions, all steps at once: one query per step

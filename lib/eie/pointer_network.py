@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from .attention import Attention
+from .model import clipped_logits
 
 
 class AdditiveAttention(nn.Module):
@@ -62,7 +63,6 @@ class PointerNetwork(nn.Module):
         self.start = nn.Parameter(torch.empty(dim).uniform_(-1, 1))
         self.glimpse = AdditiveAttention(dim)
         self.pointer = AdditiveAttention(dim)
-        self.tanh_clip = config.tanh_clip
         self.action_head = None
         self.encoder_precision = "float32"  # the training loop sets it; the LSTMs always run in float32
 
@@ -82,8 +82,7 @@ class PointerNetwork(nn.Module):
             blocked = state.mask()
             weights = torch.softmax(self.glimpse.scores(glimpse_ref, h).masked_fill(blocked, float("-inf")), dim=-1)
             query = (weights[:, None] @ glimpse_ref)[:, 0]  # (B, D)
-            logits = self.tanh_clip * torch.tanh(self.pointer.scores(pointer_ref, query))
-            log_p = torch.log_softmax(logits.masked_fill(blocked, float("-inf")), dim=-1)
+            log_p = torch.log_softmax(clipped_logits(self.pointer.scores(pointer_ref, query), blocked, self.config), dim=-1)
             if decode == "greedy":
                 action = log_p.argmax(dim=1)
             else:

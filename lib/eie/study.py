@@ -26,6 +26,7 @@ from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inf
 from .methods import BoundMethod
 from .problems import problem_trained_by, training_notebooks
 from .paths import eie_net_path, exact_table_path, results_dir
+from .model import ModelConfig
 from .training import TrainConfig, build_model, export_policy, load_trained, resolve_device, train
 
 RESULT_COLUMNS = ["problem", "setting", "method", "seed", "n", "objective", "gap_pct"]
@@ -81,6 +82,7 @@ def training_setups(notebook: str, params: dict) -> list[dict]:
                                            "plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor",
                                            "warmup_epochs")}
     common["sites"] = tuple(params["sites"])
+    common["model"] = ModelConfig(pointer_clip=params["pointer_clip"])
     problem = problem_for(notebook)
     setups = []
     for options, lr in problem.settings(params):

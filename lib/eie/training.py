@@ -104,6 +104,8 @@ class TrainConfig:
             key.pop(name)
         if not key["warmup_epochs"]:
             key.pop("warmup_epochs")  # checkpoints written before the option resume
+        if key["model"]["pointer_clip"] == "plain":
+            key["model"].pop("pointer_clip")  # likewise
         key["sites"] = list(key["sites"])
         return key
 
