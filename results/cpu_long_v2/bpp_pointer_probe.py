@@ -12,7 +12,9 @@ at the first decoding step of 128 fresh 20-box instances (bin 120 x 100, seed 12
   --checkpoint PATH ...   these for trained checkpoints, e.g. the plain-clip run's
                           (`git show 0483d4f:results/cpu_long_v2/carry/bpp_120x100_inv_sqrt_d_n20_seed0.pt`, epoch 57).
   --train [VARIANT ...]   fresh models (seed 0) trained as `presets/cpu_long_v2.yaml` trains bin packing
-                          (lr 1e-3, batch 64, the exponential baseline of its warm-up, gradient norm 1) for
+                          (lr 1e-3, batch 64, the exponential baseline of its warm-up, gradient norm 1: the
+                          step of `eie.training`'s loop in its warm-up epochs, written out here so that the
+                          pointer is read every 20 steps and no rollout baseline is decoded; own data seeds) for
                           --steps steps, read every 20 steps (with the sampled load on the training batches,
                           mean of the last 20 steps), with the pointer's clip: plain C tanh(u), centred
                           C tanh(u - mean of the allowed u) (`ModelConfig.pointer_clip`), or none (u itself;
