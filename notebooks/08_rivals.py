@@ -182,7 +182,8 @@ print(paired.assign(other=paired.other.map(methods.label)).drop(columns="setting
 # %% tags=[]
 swept = [key for key in sweep_models if key in rules] or rules[:1]  # a preset may train other models
 sweep = rivals.rescaling_sweep(models, swept, rescale_factors, n_train, n_max, test_size, test_seed,
-                               chunk=eval_chunk, progress=progress)
+                               chunk=eval_chunk, device=device, progress=progress,
+                               store=study.run_evaluation_store(run))  # resumable, like the table above
 sweep.to_csv(out / "rivals_rescaling_sweep.csv", index=False, float_format="%.5f")
 fig = rescaling_figure(sweep)
 save_figure(fig, "08_rescaling_sweep", run=run)

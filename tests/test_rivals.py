@@ -10,6 +10,7 @@ import torch
 from eie import methods, receptive_field, rivals, run_checks, scaling, study, tsplib
 from eie.attention import Attention, AttentionContext
 from eie.evaluation import greedy_costs
+from eie.evaluation_store import EvaluationStore
 from eie.parameters import check_parameters
 from eie.position_attention import AxialRoPE, DistanceBias, alibi_slopes, rope_frequencies
 from eie.problems import TSP
@@ -134,6 +135,22 @@ def test_rescaling_sweep_includes_factor_one_as_the_plain_model():
     assert at_one == pytest.approx(float(greedy_costs(models[("inv_sqrt_d", 0)], instances).mean()))
     best = rivals.best_factors(sweep)
     assert set(best.index.get_level_values("n")) == {10, 20}
+
+
+def test_rescaling_sweep_resumes_from_the_evaluation_store(tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    models = {("inv_sqrt_d", 0): build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()}
+    store = EvaluationStore(tmp_path)
+    first = rivals.rescaling_sweep(models, ["inv_sqrt_d"], [1.0, 2.0], 10, 20, 6, progress=False, store=store)
+    assert first.equals(rivals.rescaling_sweep(models, ["inv_sqrt_d"], [1.0, 2.0], 10, 20, 6, progress=False))
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("a finished piece of the sweep was computed again")
+
+    monkeypatch.setattr(study, "greedy_costs", must_not_run)
+    assert rivals.rescaling_sweep(models, ["inv_sqrt_d"], [1.0, 2.0], 10, 20, 6, progress=False, store=store).equals(first)
+    with pytest.raises(AssertionError, match="computed again"):  # a new factor is a new piece
+        rivals.rescaling_sweep(models, ["inv_sqrt_d"], [1.5], 10, 20, 6, progress=False, store=store)
 
 
 def test_receptive_field_theory_and_monte_carlo_agree_on_what_rescaling_keeps():

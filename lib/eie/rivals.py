@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
 from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs
+from .evaluation_store import EvaluationStore
 from .methods import BoundMethod, Method
 
 
@@ -28,29 +28,32 @@ def fixed_factor(model_key: str, factor: float, rule) -> BoundMethod:
 
 
 def rescaling_sweep(models: dict, model_keys, factors, n_train: int, n_max: int, test_size: int,
-                    test_seed: int = 1234, chunk: int = 256, progress: bool = True) -> pd.DataFrame:
+                    test_seed: int = 1234, chunk: int = 256, device: str = "auto", progress: bool = True,
+                    store: EvaluationStore | None = None) -> pd.DataFrame:
     """Mean greedy tour length (original coordinates) of each trained model `model_keys` (every seed
     it has in `models`, {(key, seed): model}) with the coordinates times each factor, at each n = N * 2^k.
+    Each (model, factor, seed, n) is one piece of `eie.study.evaluate`, kept in `store` when one is
+    given (the run's store: an interrupted sweep resumes, a rerun reads it back).
     Columns: model, seed, n, factor, objective."""
+    from .study import evaluate  # eie.study builds on this package's modules, not on this one
+
     seeds = {key: sorted(seed for model_key, seed in models if model_key == key) for key in model_keys}
     if not all(seeds.values()):
         raise ValueError(f"no trained model for {[key for key in model_keys if not seeds[key]]}: models has {sorted(models)}")
-    lengths = extrapolation_lengths(n_train, n_max)
-    rows = []
-    bar = tqdm(total=len(lengths) * sum(map(len, seeds.values())) * len(factors), desc="rescaling sweep",
-               disable=not progress, mininterval=1.0)
-    for n in lengths:
-        some = next(iter(models.values()))
-        instances = fixed_test_set(some.problem, n, test_size, test_seed)
-        for key in model_keys:
-            for seed in seeds[key]:
-                model = models[(key, seed)]
-                for factor in factors:
-                    costs = greedy_costs(model, instances, fixed_factor(key, factor, model.attention.rule), chunk=chunk)
-                    rows.append({"model": key, "seed": seed, "n": n, "factor": factor, "objective": float(costs.mean())})
-                    bar.update()
-    bar.close()
-    return pd.DataFrame(rows)
+    parts = []
+    for key in model_keys:
+        own = {(key, seed): models[(key, seed)] for seed in seeds[key]}
+        rule = next(iter(own.values())).attention.rule
+        factor_of = {f"{key}@x{factor:g}": factor for factor in factors}
+        result, _, _ = evaluate(own, [fixed_factor(key, factor, rule) for factor in factors], n_train, n_max,
+                                test_size, test_seed=test_seed, reference_size=0, chunk=chunk, device=device,
+                                progress=progress, store=store)
+        result = result[result.method != "reference"]
+        parts.append(pd.DataFrame({"model": key, "seed": result.seed, "n": result.n,
+                                   "factor": result.method.map(factor_of), "objective": result.objective}))
+    sweep = pd.concat(parts, ignore_index=True)
+    order = {key: i for i, key in enumerate(model_keys)}
+    return sweep.iloc[np.lexsort((sweep.factor, sweep.seed, sweep.model.map(order), sweep.n))].reset_index(drop=True)
 
 
 def best_factors(sweep: pd.DataFrame) -> pd.DataFrame:
