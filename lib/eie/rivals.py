@@ -17,6 +17,7 @@ import torch
 from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs
 from .evaluation_store import EvaluationStore
 from .methods import BoundMethod, Method
+from .study import evaluate
 
 
 def fixed_factor(model_key: str, factor: float, rule) -> BoundMethod:
@@ -37,8 +38,6 @@ def rescaling_sweep(models: dict, model_keys, factors, n_train: int, n_max: int,
     factor through the method key `<model>@x<factor:g>` (six significant digits), and this module is
     not among the store's method sources: after an edit of `fixed_factor`, delete the sweep's pieces.
     Columns: model, seed, n, factor, objective."""
-    from .study import evaluate  # eie.study builds on this package's modules, not on this one
-
     seeds = {key: sorted(seed for model_key, seed in models if model_key == key) for key in model_keys}
     if not all(seeds.values()):
         raise ValueError(f"no trained model for {[key for key in model_keys if not seeds[key]]}: models has {sorted(models)}")
@@ -46,10 +45,10 @@ def rescaling_sweep(models: dict, model_keys, factors, n_train: int, n_max: int,
     for key in model_keys:
         own = {(key, seed): models[(key, seed)] for seed in seeds[key]}
         rule = next(iter(own.values())).attention.rule
-        factor_of = {f"{key}@x{factor:g}": factor for factor in factors}
-        result, _, _ = evaluate(own, [fixed_factor(key, factor, rule) for factor in factors], n_train, n_max,
-                                test_size, test_seed=test_seed, reference_size=0, chunk=chunk, device=device,
-                                progress=progress, store=store)
+        swept = [fixed_factor(key, factor, rule) for factor in factors]
+        factor_of = {method.key: factor for method, factor in zip(swept, factors)}
+        result, _, _ = evaluate(own, swept, n_train, n_max, test_size, test_seed=test_seed, reference_size=0,
+                                chunk=chunk, device=device, progress=progress, store=store)
         result = result[result.method != "reference"]
         parts.append(pd.DataFrame({"model": key, "seed": result.seed, "n": result.n,
                                    "factor": result.method.map(factor_of), "objective": result.objective}))
