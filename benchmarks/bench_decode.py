@@ -17,6 +17,7 @@ import time
 
 import torch
 
+from devices import add_device_option, chosen_devices
 from eie.attention import Attention
 from eie.model import AttentionModel
 from eie.problems import make_problem
@@ -49,9 +50,10 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--problem", choices=["tsp", "cvrp"], default="tsp")
     parser.add_argument("--capacity", type=float, default=10.0, help="CVRP vehicle capacity")
+    add_device_option(parser)
     args = parser.parse_args()
     problem = make_problem(args.problem, **({"capacity": args.capacity} if args.problem == "cvrp" else {}))
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    devices = chosen_devices(args)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
     print(f"problem {args.problem}" + (f", capacity {args.capacity:g}" if args.problem == "cvrp" else ""))
     print(f"{'device':6} {'n':>5} {'batch':>6} " + " ".join(f"{name + ' inst/s':>16}" for name in PATHS)

@@ -20,6 +20,7 @@ import time
 
 import torch
 
+from devices import add_device_option, chosen_devices
 from eie.attention import Attention
 from eie.model import AttentionModel
 from eie.problems import BPP, bpp, heightmap
@@ -101,8 +102,9 @@ def main():
     parser.add_argument("--boxes", type=int, default=100)
     parser.add_argument("--train-boxes", type=int, default=100)
     parser.add_argument("--train-steps", type=int, default=3)
+    add_device_option(parser)
     args = parser.parse_args()
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    devices = chosen_devices(args)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, numba kernel: {heightmap.CPU_KERNEL}; "
           f"bin 120 x 100, B = {args.batch}; training step at {args.train_boxes} boxes")
     print(f"{'device':6} {'options kernel':>15} {'options torch':>14} {'step kernel':>12} {'step torch':>11} "

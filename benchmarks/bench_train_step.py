@@ -21,6 +21,7 @@ import time
 
 import torch
 
+from devices import add_device_option, chosen_devices
 from eie.training import TrainConfig, build_model
 
 OPTIONS = {"tsp": {}, "cvrp": {"capacity": 50.0}}
@@ -72,11 +73,12 @@ def main():
     parser.add_argument("--problem", nargs="+", choices=sorted(OPTIONS), default=["tsp", "cvrp"])
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--batch", type=int, default=256)
+    add_device_option(parser)
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
     print(f"{'device':6} {'problem':7} {'n':>4} {'batch':>5} {'fast s/step':>12} {'fast bf16':>10} "
           f"{'reference s/step':>17} {'ratio':>6} {'ratio bf16':>10} {'5000 fast steps (h)':>20}")
-    for device in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+    for device in chosen_devices(args):
         for problem in args.problem:
             median = step_times(problem, device, args.steps, args.n, args.batch)
             print(f"{device:6} {problem:7} {args.n:4d} {args.batch:5d} {median['fast']:12.3f} "
