@@ -11,6 +11,8 @@ LKH, as `gap_at_N.py`), beside the CPU-trained model's:
   .venv/bin/python results/cpu_long_v2/gpu_budget_probe.py gap --policy <folder>/gpu_policy.pt
 and both at 20 -> 320 with 1/sqrt(d), EIE and log_N (the study's 512 test instances per n):
   .venv/bin/python results/cpu_long_v2/gpu_budget_probe.py extrapolate --policy <folder>/gpu_policy.pt
+and their training curves against the training instances seen (figures/cpu_long_v2_gpu_budget_probe.png):
+  .venv/bin/python results/cpu_long_v2/gpu_budget_probe.py figure --policy <folder>/gpu_policy.pt
 """
 
 import argparse
@@ -84,6 +86,30 @@ def extrapolate(args):
         results.to_csv(args.csv, index=False)
 
 
+def figure(args):
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from eie.plotting import apply_style, save_figure
+
+    apply_style()
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for label, path in [("CPU, batch 128, lr 1e-4 with two drops (the run's recipe)",
+                         Path("results/cpu_long_v2/models") / f"{NAME}.pt"),
+                        ("GPU probe, batch 512, lr 1e-4", Path(args.policy))]:
+        payload = torch.load(path, weights_only=False)
+        log = pd.DataFrame(payload["log"])
+        batch = payload["config"]["batch_size"]
+        millions = log.epoch * payload["config"]["steps_per_epoch"] * batch / 1e6
+        ax.plot(millions, log.eval_cost.rolling(20, min_periods=1).mean(), label=label)
+    ax.set_xlabel("training instances seen (millions)")
+    ax.set_ylabel("held-out greedy tour length\n(1024 instances, mean of 20 epochs)")
+    ax.set_ylim(7.7, 8.3)
+    ax.set_title("TSP20, 1/\u221ad, seed 0: the same model with four times the data")
+    ax.legend(fontsize=9)
+    print(save_figure(fig, "cpu_long_v2_gpu_budget_probe"))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -99,8 +125,10 @@ def main():
     wide = sub.add_parser("extrapolate")
     wide.add_argument("--policy", required=True)
     wide.add_argument("--csv", help="write the long table here")
+    drawn = sub.add_parser("figure")
+    drawn.add_argument("--policy", required=True)
     args = parser.parse_args()
-    {"train": train, "gap": gap, "extrapolate": extrapolate}[args.command](args)
+    {"train": train, "gap": gap, "extrapolate": extrapolate, "figure": figure}[args.command](args)
 
 
 if __name__ == "__main__":
