@@ -1,12 +1,16 @@
-"""How far is each trained TSP20 model of cpu_long_v2 from LKH at its own training length?
-A progress check while the run trains (the run's evaluation, notebook 08, gives the tables): the
-greedy cost of each model on the study's fixed test set at n = 20 (`eie.evaluation.fixed_test_set`,
-512 instances, the preset's test size) against LKH (`eie.solvers.lkh_tsp_costs`, one run) on the
-same instances. Reads the checkpoints in results/cpu_long_v2/checkpoints/ (whatever epoch they hold;
-the `epochs` column says which), and the finished policies exported to results/cpu_long_v2/models/
-where this machine has no checkpoint; writes results/cpu_long_v2/gap_at_N.csv.
-Run from the repository root (about 5 s per model, one thread):
-  .venv/bin/python results/cpu_long_v2/gap_at_N.py
+"""How far is each trained TSP20 and CVRP20 model of cpu_long_v2 from LKH / HGS at its own training length?
+A progress check while the run trains (the run's evaluation, notebooks 04 and 08, gives the tables):
+the greedy cost of each model on the study's fixed test set at n = 20 (`eie.evaluation.fixed_test_set`,
+512 instances, the preset's test size) against the reference solver on the same instances: for TSP,
+LKH (`eie.solvers.lkh_tsp_costs`, one run) on all 512; for CVRP, HGS at the preset's iterations
+(`eie.solvers.hgs_cvrp_costs`, 20 000) on the first --cvrp-reference instances (default 64), and the
+greedy mean and gaps on those same instances. Reads the checkpoints in results/cpu_long_v2/checkpoints/
+(whatever epoch they hold; the `epochs` column says which), and the finished policies exported to
+results/cpu_long_v2/models/ where this machine has no checkpoint; writes
+results/cpu_long_v2/gap_at_N.csv (TSP) and gap_at_N_cvrp.csv.
+Run from the repository root (about 5 s per TSP model, one thread; CVRP: about a minute per capacity
+for HGS, then seconds per model):
+  .venv/bin/python results/cpu_long_v2/gap_at_N.py [--problems tsp cvrp]
 """
 
 import argparse
@@ -16,29 +20,71 @@ import numpy as np
 import pandas as pd
 import torch
 
+from eie import worker
 from eie.evaluation import fixed_test_set, greedy_costs
 from eie.problems import make_problem
-from eie.solvers import lkh_tsp_costs
+from eie.solvers import hgs_cvrp_costs, lkh_tsp_costs
 from eie.training import checkpoint_epochs, load_trained
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--size", type=int, default=512, help="test instances (default 512, the preset's test_size)")
-args = parser.parse_args()
-torch.set_num_threads(1)
+RUN = Path("results/cpu_long_v2")
 
-run = Path("results/cpu_long_v2")
-found = {path.name: path for folder in ("models", "checkpoints") for path in (run / folder).glob("tsp_*_n20_seed*.pt")}
-paths = [found[name] for name in sorted(found)]  # a checkpoint here before an export of the same model
-if not paths:
-    raise SystemExit(f"no TSP20 models in {run}/checkpoints or {run}/models: train them first ({run}/README.md)")
-instance = fixed_test_set(make_problem("tsp"), 20, args.size)
-reference = lkh_tsp_costs(instance["coords"])
-rows = []
-for path in paths:
-    costs = greedy_costs(load_trained(path), instance).cpu().numpy()
+
+def trained_models(pattern: str) -> list[Path]:
+    """The models named like `pattern`, a checkpoint here before an export of the same model."""
+    found = {path.name: path for folder in ("models", "checkpoints") for path in (RUN / folder).glob(pattern)}
+    return [found[name] for name in sorted(found)]
+
+
+def row(path: Path, costs: np.ndarray, reference: np.ndarray, reference_name: str) -> dict:
     gaps = 100 * (costs / reference - 1)
-    rows.append({"model": path.stem, "epochs": checkpoint_epochs(path), "greedy": costs.mean(),
-                 "lkh": reference.mean(), "gap_pct": gaps.mean(), "gap_pct_median": np.median(gaps)})
-table = pd.DataFrame(rows).round(4)
-table.to_csv(run / "gap_at_N.csv", index=False)
-print(table.to_string(index=False))
+    return {"model": path.stem, "epochs": checkpoint_epochs(path), "greedy": costs.mean(),
+            reference_name: reference.mean(), "gap_pct": gaps.mean(), "gap_pct_median": np.median(gaps)}
+
+
+def tsp_gaps(size: int) -> pd.DataFrame:
+    paths = trained_models("tsp_*_n20_seed*.pt")
+    if not paths:
+        raise SystemExit(f"no TSP20 models in {RUN}/checkpoints or {RUN}/models: train them first ({RUN}/README.md)")
+    instance = fixed_test_set(make_problem("tsp"), 20, size)
+    reference = lkh_tsp_costs(instance["coords"])
+    return pd.DataFrame([row(path, greedy_costs(load_trained(path), instance).cpu().numpy(), reference, "lkh")
+                         for path in paths])
+
+
+def cvrp_gaps(size: int, reference_size: int) -> pd.DataFrame:
+    params = worker.preset_parameters(f"presets/{RUN.name}.yaml", "04_train_cvrp")
+    rows = []
+    for capacity in params["capacities"]:
+        paths = trained_models(f"cvrp_C{capacity:g}_*_n20_seed*.pt")
+        if not paths:
+            continue
+        problem = load_trained(paths[0]).problem  # as trained (capacity, what n the rules see)
+        instance = fixed_test_set(problem, 20, size)  # the whole test set, then its first instances
+        instance = {key: value[:reference_size] for key, value in instance.items()}
+        reference = hgs_cvrp_costs(instance, problem.capacity, iterations=params["hgs_iterations"])
+        for path in paths:
+            model = load_trained(path)
+            if model.problem.capacity != float(capacity) or vars(model.problem) != vars(problem):
+                raise SystemExit(f"{path}: trained with {vars(model.problem)}, not at capacity {capacity} "
+                                 f"like {vars(problem)}")
+            rows.append(row(path, greedy_costs(model, instance).cpu().numpy(), reference, "hgs"))
+    if not rows:
+        raise SystemExit(f"no CVRP20 models in {RUN}/checkpoints or {RUN}/models: train them first ({RUN}/README.md)")
+    return pd.DataFrame(rows)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", nargs="+", choices=["tsp", "cvrp"], default=["tsp"])
+    parser.add_argument("--size", type=int, default=512, help="test instances (default 512, the preset's test_size)")
+    parser.add_argument("--cvrp-reference", type=int, default=64, help="CVRP: HGS on the first k (default 64)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    for problem in args.problems:
+        table = (tsp_gaps(args.size) if problem == "tsp" else cvrp_gaps(args.size, args.cvrp_reference)).round(4)
+        table.to_csv(RUN / ("gap_at_N.csv" if problem == "tsp" else "gap_at_N_cvrp.csv"), index=False)
+        print(table.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
