@@ -1,16 +1,19 @@
-"""How far is each trained TSP20 and CVRP20 model of cpu_long_v2 from LKH / HGS at its own training length?
+"""How far is each trained TSP20, CVRP20 and bin-packing model of cpu_long_v2 from LKH / HGS / the best
+sort-then-place heuristic at its own training length?
 A progress check while the run trains (the run's evaluation, notebooks 04 and 08, gives the tables):
 the greedy cost of each model on the study's fixed test set at n = 20 (`eie.evaluation.fixed_test_set`,
 512 instances, the preset's test size) against the reference solver on the same instances: for TSP,
 LKH (`eie.solvers.lkh_tsp_costs`, one run) on all 512; for CVRP, HGS at the preset's iterations
 (`eie.solvers.hgs_cvrp_costs`, 20 000) on the first --cvrp-reference instances (default 64), and the
-greedy mean and gaps on those same instances. Reads the checkpoints in results/cpu_long_v2/checkpoints/
+greedy mean and gaps on those same instances; for bin packing (20 boxes, 120 x 100), the best
+sort-then-place heuristic (`BPP.reference_costs`) on the preset's 128 test instances, in load rate
+(%; the gap is positive where the model packs less). Reads the checkpoints in results/cpu_long_v2/checkpoints/
 (whatever epoch they hold; the `epochs` column says which), and the finished policies exported to
 results/cpu_long_v2/models/ where this machine has no checkpoint; writes
-results/cpu_long_v2/gap_at_N.csv (TSP) and gap_at_N_cvrp.csv.
+results/cpu_long_v2/gap_at_N.csv (TSP), gap_at_N_cvrp.csv and gap_at_N_bpp.csv.
 Run from the repository root (about 5 s per TSP model, one thread; CVRP: about a minute per capacity
 for HGS, then seconds per model):
-  .venv/bin/python results/cpu_long_v2/gap_at_N.py [--problems tsp cvrp]
+  .venv/bin/python results/cpu_long_v2/gap_at_N.py [--problems tsp cvrp bpp]
 """
 
 import argparse
@@ -73,16 +76,34 @@ def cvrp_gaps(size: int, reference_size: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def bpp_gaps() -> pd.DataFrame:
+    params = worker.preset_parameters(f"presets/{RUN.name}.yaml", "05_train_bpp")
+    paths = trained_models(f"bpp_*_n{params['n_train']}_seed*.pt")
+    if not paths:
+        raise SystemExit(f"no bin-packing models in {RUN}/checkpoints or {RUN}/models: train them first")
+    rows = []
+    for path in paths:
+        model = load_trained(path)
+        instance = fixed_test_set(model.problem, params["n_train"], params["test_size"])
+        reference = -model.problem.reference_costs(instance)  # load rates, %
+        loads = -greedy_costs(model, instance, chunk=params["eval_chunk"]).cpu().numpy()
+        gaps = 100 * (1 - loads / reference)
+        rows.append({"model": path.stem, "epochs": checkpoint_epochs(path), "greedy_load": loads.mean(),
+                     "heuristic_load": reference.mean(), "gap_pct": gaps.mean(), "gap_pct_median": np.median(gaps)})
+    return pd.DataFrame(rows)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", nargs="+", choices=["tsp", "cvrp"], default=["tsp"])
+    parser.add_argument("--problems", nargs="+", choices=["tsp", "cvrp", "bpp"], default=["tsp"])
     parser.add_argument("--size", type=int, default=512, help="test instances (default 512, the preset's test_size)")
     parser.add_argument("--cvrp-reference", type=int, default=64, help="CVRP: HGS on the first k (default 64)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     for problem in args.problems:
-        table = (tsp_gaps(args.size) if problem == "tsp" else cvrp_gaps(args.size, args.cvrp_reference)).round(4)
-        table.to_csv(RUN / ("gap_at_N.csv" if problem == "tsp" else "gap_at_N_cvrp.csv"), index=False)
+        table = {"tsp": lambda: tsp_gaps(args.size), "cvrp": lambda: cvrp_gaps(args.size, args.cvrp_reference),
+                 "bpp": bpp_gaps}[problem]().round(4)
+        table.to_csv(RUN / ("gap_at_N.csv" if problem == "tsp" else f"gap_at_N_{problem}.csv"), index=False)
         print(table.to_string(index=False))
 
 
