@@ -4,7 +4,7 @@ A progress check while the run trains (the run's evaluation, notebooks 04 and 08
 the greedy cost of each model on the study's fixed test set at n = 20 (`eie.evaluation.fixed_test_set`,
 512 instances, the preset's test size) against the reference solver on the same instances: for TSP,
 LKH (`eie.solvers.lkh_tsp_costs`, one run) on all 512; for CVRP, HGS at the preset's iterations
-(`eie.solvers.hgs_cvrp_costs`, 20 000) on the first --cvrp-reference instances (default 64), and the
+(`CVRP.reference_costs`, 20 000) on the first --cvrp-reference instances (default 64), and the
 greedy mean and gaps on those same instances; for bin packing (20 boxes, 120 x 100), the best
 sort-then-place heuristic (`BPP.reference_costs`) on the preset's 128 test instances, in load rate
 (%; the gap is positive where the model packs less). Reads the checkpoints in results/cpu_long_v2/checkpoints/
@@ -26,7 +26,7 @@ import torch
 from eie import worker
 from eie.evaluation import fixed_test_set, greedy_costs
 from eie.problems import make_problem
-from eie.solvers import hgs_cvrp_costs, lkh_tsp_costs
+from eie.solvers import lkh_tsp_costs
 from eie.training import checkpoint_epochs, load_trained
 
 RUN = Path("results/cpu_long_v2")
@@ -44,8 +44,9 @@ def row(path: Path, costs: np.ndarray, reference: np.ndarray, reference_name: st
             reference_name: reference.mean(), "gap_pct": gaps.mean(), "gap_pct_median": np.median(gaps)}
 
 
-def tsp_gaps(size: int) -> pd.DataFrame:
-    paths = trained_models("tsp_*_n20_seed*.pt")
+def tsp_gaps(size: int, paths: list[Path] | None = None) -> pd.DataFrame:
+    """The TSP20 models `paths` (default: every one of the run) against LKH on the `size` test instances."""
+    paths = paths or trained_models("tsp_*_n20_seed*.pt")
     if not paths:
         raise SystemExit(f"no TSP20 models in {RUN}/checkpoints or {RUN}/models: train them first ({RUN}/README.md)")
     instance = fixed_test_set(make_problem("tsp"), 20, size)
@@ -64,7 +65,7 @@ def cvrp_gaps(size: int, reference_size: int) -> pd.DataFrame:
         problem = load_trained(paths[0]).problem  # as trained (capacity, what n the rules see)
         instance = fixed_test_set(problem, 20, size)  # the whole test set, then its first instances
         instance = {key: value[:reference_size] for key, value in instance.items()}
-        reference = hgs_cvrp_costs(instance, problem.capacity, iterations=params["hgs_iterations"])
+        reference = problem.reference_costs(instance, iterations=params["hgs_iterations"])  # HGS
         for path in paths:
             model = load_trained(path)
             if model.problem.capacity != float(capacity) or vars(model.problem) != vars(problem):

@@ -53,19 +53,12 @@ def train(args):
 
 
 def gap(args):
-    from eie.evaluation import fixed_test_set, greedy_costs
-    from eie.problems import make_problem
-    from eie.solvers import lkh_tsp_costs
+    from gap_at_N import tsp_gaps  # the run's progress check, beside this script
 
     torch.set_num_threads(1)
-    instance = fixed_test_set(make_problem("tsp"), 20, 512)
-    reference = lkh_tsp_costs(instance["coords"])
-    for label, path in [("CPU, plateau recipe", Path("results/cpu_long_v2/models") / f"{NAME}.pt"),
-                        ("GPU budget probe", Path(args.policy))]:
-        costs = greedy_costs(training.load_trained(path), instance).cpu().numpy()
-        gaps = 100 * (costs / reference - 1)
-        print(f"{label:20s} epochs {training.checkpoint_epochs(path):5d}: greedy {costs.mean():.4f}, LKH "
-              f"{reference.mean():.4f}, gap mean {gaps.mean():.2f} % (median {float(torch.tensor(gaps).median()):.2f} %)")
+    table = tsp_gaps(512, [Path("results/cpu_long_v2/models") / f"{NAME}.pt", Path(args.policy)])
+    table.insert(0, "trained", ["CPU, plateau recipe", "GPU budget probe"])
+    print(table.round(4).to_string(index=False))
 
 
 def extrapolate(args):
@@ -88,7 +81,6 @@ def extrapolate(args):
 
 def figure(args):
     import matplotlib.pyplot as plt
-    import pandas as pd
 
     from eie.plotting import apply_style, save_figure
 
@@ -97,10 +89,9 @@ def figure(args):
     for label, path in [("CPU, batch 128, lr 1e-4 with two drops (the run's recipe)",
                          Path("results/cpu_long_v2/models") / f"{NAME}.pt"),
                         ("GPU probe, batch 512, lr 1e-4", Path(args.policy))]:
-        payload = torch.load(path, weights_only=False)
-        log = pd.DataFrame(payload["log"])
-        batch = payload["config"]["batch_size"]
-        millions = log.epoch * payload["config"]["steps_per_epoch"] * batch / 1e6
+        config = torch.load(path, weights_only=False)["config"]
+        log = training.checkpoint_log(path)
+        millions = log.epoch * config["steps_per_epoch"] * config["batch_size"] / 1e6
         ax.plot(millions, log.eval_cost.rolling(20, min_periods=1).mean(), label=label)
     ax.set_xlabel("training instances seen (millions)")
     ax.set_ylabel("held-out greedy tour length\n(1024 instances, mean of 20 epochs)")
