@@ -58,6 +58,7 @@ lr_drops = 0  # K > 0: the first K times the rule holds, lower the learning rate
 lr_drop_factor = 0.25  # ... multiplying it by this (eie.training.plateau_action)
 warmup_epochs = 0  # W > 0: the first W epochs learn against an exponential baseline (Kool et al.'s warm-up)
 pointer_clip = "plain"  # "centred": the pointer's logits C tanh(u - mean u), which cannot saturate (eie.model)
+final_policy = "last"  # what a finished model keeps: "last", or "baseline", the rollout baseline's policy (eie.training)
 sites = ["encoder", "glimpse"]  # which softmaxes take lambda(n)
 n_mode = "instance"  # "instance" or "unmasked" (n the rules see while decoding)
 test_size = 256

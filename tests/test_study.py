@@ -17,7 +17,7 @@ def tiny_parameters(**overrides) -> dict:
               "max_grad_norm": 1.0,
               "baseline_eval_size": 4, "lr_decay_on_p": False, "precision": "float32",
               "plateau_window": 0, "plateau_tolerance": 0.001, "lr_drops": 0, "lr_drop_factor": 0.25, "warmup_epochs": 0,
-              "pointer_clip": "plain",
+              "pointer_clip": "plain", "final_policy": "last",
               "sites": ["encoder", "glimpse"], "n_mode": "instance",
               "test_size": 4, "test_seed": 1234, "reference_size": 2, "eval_chunk": 4, "device": "cpu",
               "progress": False, "lkh_runs": 1}

@@ -6,8 +6,8 @@ import torch
 from eie import model as model_module
 from eie.model import DecoderCache
 from eie.run_checks import RunCheckFailed, check_training_log
-from eie.training import (TrainConfig, build_model, greedy_cost, load_trained, paired_t_test_p, plateau_action,
-                          plateau_reached, train)
+from eie.training import (TrainConfig, build_model, export_policy, finished_training, greedy_cost, kept_policy,
+                          load_trained, paired_t_test_p, plateau_action, plateau_reached, train)
 
 SMALL = dict(problem="tsp", n_train=8, steps_per_epoch=2, batch_size=16, baseline_eval_size=32, lr=1e-3)
 
@@ -89,6 +89,42 @@ def test_a_run_stops_at_its_plateau_and_a_resumed_one_stops_there_too(tmp_path):
         assert torch.equal(p, q), name  # the rule only decides when to stop, not what is trained
     longer = train(TrainConfig(epochs=ran + 1, **SMALL), tmp_path / "a", progress=False, device="cpu")
     assert len(longer.log) == ran + 1  # the rule off, the same checkpoint trains on
+
+
+def _same_weights(first, second) -> bool:
+    return all(torch.equal(p, q) for p, q in zip(first.state_dict().values(), second.state_dict().values()))
+
+
+def test_a_finished_run_can_keep_its_rollout_baselines_policy(tmp_path):
+    """final_policy = "baseline": the finished run's checkpoint keeps the rollout baseline's weights
+    (here, with a test that never passes, the initial ones, epoch 0) beside its last policy, which
+    `train`, `load_trained` and `export_policy` give; extending the run resumes from the last policy
+    exactly; "last" takes the kept one out again; the choice is not part of the resume key."""
+    never = dict(SMALL, alpha=1e-12)  # no policy ever replaces the initial baseline
+    last = train(TrainConfig(epochs=3, **never), tmp_path / "last", progress=False, device="cpu")
+    config = TrainConfig(epochs=3, final_policy="baseline", **never)
+    kept = train(config, tmp_path / "kept", name="m", progress=False, device="cpu")
+    assert not last.log.baseline_updated.any()
+    torch.manual_seed(config.seed)
+    initial = build_model(config)
+    assert _same_weights(kept.model, initial) and not _same_weights(kept.model, last.model)
+    assert kept_policy(kept.checkpoint) == {"policy": "baseline", "epoch": 0}
+    assert _same_weights(load_trained(kept.checkpoint), initial)
+    exported = export_policy(kept.checkpoint, tmp_path / "export.pt")
+    assert _same_weights(load_trained(exported), initial) and kept_policy(exported)["policy"] == "baseline"
+    assert finished_training(exported, config) is not None
+    assert finished_training(exported, TrainConfig(epochs=3, **never)) is None  # kept another than the last
+    assert config.resume_key() == TrainConfig(epochs=3, **never).resume_key()
+    longer = train(TrainConfig(epochs=4, **never), tmp_path / "kept", name="m", progress=False, device="cpu")
+    straight = train(TrainConfig(epochs=4, **never), tmp_path / "straight", progress=False, device="cpu")
+    assert _same_weights(longer.model, straight.model)  # resumed from the last policy, not the kept one
+    assert kept_policy(longer.checkpoint) == {"policy": "last", "epoch": 4}
+    updating = TrainConfig(epochs=3, final_policy="baseline", **SMALL)
+    result = train(updating, tmp_path / "updating", progress=False, device="cpu")
+    updates = list(result.log.epoch[result.log.baseline_updated])
+    assert kept_policy(result.checkpoint)["epoch"] == (updates[-1] if updates else 0)
+    with pytest.raises(ValueError, match="final_policy"):
+        TrainConfig(**dict(SMALL, final_policy="best"))
 
 
 def test_plateau_action_drops_the_rate_then_stops():

@@ -30,6 +30,7 @@ from .attention import N_MODES, SITES
 from .model import POINTER_CLIPS, PRECISIONS
 from .paths import check_run_name
 from .problems import problem_trained_by
+from .training import FINAL_POLICIES
 
 
 class Invalid(ValueError):
@@ -191,6 +192,7 @@ TRAINING = {
     "plateau_window": integer(0, example=0), "plateau_tolerance": number(above=0, at_most=0.5, example=0.001),
     "lr_drops": integer(0, example=0), "lr_drop_factor": number(above=0, at_most=0.99, example=0.25),
     "warmup_epochs": integer(0, example=0), "pointer_clip": one_of(*POINTER_CLIPS),
+    "final_policy": one_of(*FINAL_POLICIES),
     "sites": list_of(one_of(*SITES), list(SITES), unique=True), "n_mode": one_of(*N_MODES),
     "test_size": integer(1, 256), "test_seed": integer(0, 1234), "reference_size": integer(0, 32),
     "eval_chunk": integer(1, 256), "device": DEVICE, "progress": flag(), "run": RUN,

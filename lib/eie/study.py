@@ -80,7 +80,7 @@ def training_setups(notebook: str, params: dict) -> list[dict]:
     common = {key: params[key] for key in ("n_train", "epochs", "steps_per_epoch", "batch_size", "max_grad_norm",
                                            "baseline_eval_size", "lr_decay_on_p", "precision", "n_mode",
                                            "plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor",
-                                           "warmup_epochs")}
+                                           "warmup_epochs", "final_policy")}
     common["sites"] = tuple(params["sites"])
     common["model"] = ModelConfig(pointer_clip=params["pointer_clip"])
     problem = problem_for(notebook)

@@ -11,7 +11,10 @@ epochs is less than `plateau_tolerance` (relative) below the mean of the W epoch
 (`plateau_reached`). Option `lr_drops` (K) makes the first K times the rule holds a lower learning
 rate instead of a stop (multiplied by `lr_drop_factor`, a "reduce on plateau"), each time judged on
 the epochs since the last drop (`plateau_action`). The rules read only the log, so a resumed run
-stops (or drops) at the same epoch.
+stops (or drops) at the same epoch. Option `final_policy` says what a finished run keeps: its last
+policy, or "baseline", the rollout baseline's (the last policy the paired test found better; model
+selection on the test's fresh held-out instances, never on a test set), which the checkpoint then
+holds beside the last one (`_keep_final_policy`) and `load_trained` and `export_policy` give.
 
 A checkpoint is written atomically after every epoch (model, baseline, optimiser, random-generator
 states, held-out set); a run started again with the same configuration resumes from it and ends
@@ -40,6 +43,10 @@ from .problems import make_problem
 
 CHECKPOINT_FORMAT = "eie-train/1"
 WARMUP_BETA = 0.8  # Kool et al. (2019): the exponential baseline's decay, b <- beta b + (1 - beta) mean cost
+# What a finished run keeps (`TrainConfig.final_policy`): "last", the policy after its last epoch; or
+# "baseline", the rollout baseline's policy, the last one that a paired test on fresh held-out
+# instances found better than its predecessor (no later policy was), from the epoch it became the baseline.
+FINAL_POLICIES = ("last", "baseline")
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ class TrainConfig:
     lr_drops: int = 0  # K > 0: the first K plateaus multiply lr by lr_drop_factor and training goes on
     lr_drop_factor: float = 0.25
     warmup_epochs: int = 0  # W > 0: Kool et al.'s warm-up, an exponential baseline in the first W epochs (`WARMUP_BETA`)
+    final_policy: str = "last"  # what a finished run keeps: its last policy, or the rollout "baseline"'s (`FINAL_POLICIES`)
     seed: int = 0
     model: ModelConfig = ModelConfig()
 
@@ -82,6 +90,8 @@ class TrainConfig:
         if self.plateau_window < 0 or not 0 <= self.plateau_tolerance < 1:
             raise ValueError(f"plateau_window >= 0 (0: train every epoch) and 0 <= plateau_tolerance < 1 are required, "
                              f"got {self.plateau_window} and {self.plateau_tolerance}")
+        if self.final_policy not in FINAL_POLICIES:
+            raise ValueError(f"final_policy must be one of {', '.join(FINAL_POLICIES)}, got {self.final_policy!r}")
         if self.warmup_epochs < 0:
             raise ValueError(f"warmup_epochs must be >= 0 (0: the greedy rollout baseline from the start), got "
                              f"{self.warmup_epochs}")
@@ -102,6 +112,7 @@ class TrainConfig:
         # stopped by the plateau rule resumes into its next phase when lr_drops is raised.
         for name in ("plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor"):
             key.pop(name)
+        key.pop("final_policy")  # what is kept once the run has ended, not how it trains
         if not key["warmup_epochs"]:
             key.pop("warmup_epochs")  # checkpoints written before the option resume
         if key["model"]["pointer_clip"] == "plain":
@@ -261,6 +272,8 @@ def finished_training(path: Path, config: TrainConfig, device: str = "cpu") -> T
     log = payload.get("log")
     if payload["config"] != config.resume_key() or not log or len(log) != payload["epoch"]:
         return None
+    if (payload.get("kept") or {"policy": "last"})["policy"] != config.final_policy:
+        return None  # ended keeping another policy: a checkpoint is finished again (`_keep_final_policy`)
     stopped = _log_action(log, config) == "stop"
     if payload["epoch"] > config.epochs or (payload["epoch"] < config.epochs and not stopped):
         return None
@@ -384,14 +397,57 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
                      "sample_gen": sample_gen.get_state(), "eval_set": {k: v.cpu() for k, v in eval_set.items()},
                      "log": rows, "warmup_baseline": warmup_baseline}, checkpoint)
         pd.DataFrame(rows).to_csv(log_path, index=False)
+    _keep_final_policy(config, checkpoint, model, baseline, rows)
     model.eval()
     model.encoder_precision = "float32"  # the trained policy is evaluated in full precision, as `load_trained` gives it
     return TrainResult(model, pd.DataFrame(rows), checkpoint)
 
 
+def _keep_final_policy(config: TrainConfig, checkpoint: Path, model: AttentionModel, baseline: AttentionModel,
+                       rows: list) -> None:
+    """At the end of a run, make the checkpoint and `model` hold what `config.final_policy` keeps.
+
+    "baseline": the rollout baseline's weights are written into the checkpoint as its `kept` policy
+    (with the epoch they became the baseline; 0 where no policy ever beat the initial one) and
+    loaded into `model`; the checkpoint's `model` stays the last policy, so a run extended later
+    (more epochs, another lr drop) resumes exactly. "last": no kept policy (one kept by an earlier
+    choice is removed). The checkpoint is written only where it holds another choice."""
+    payload = _read_checkpoint(checkpoint)
+    held = payload.get("kept")
+    if config.final_policy == "last":
+        if held is not None:
+            del payload["kept"]
+            save_atomic(payload, checkpoint)
+        return
+    updates = [row["epoch"] for row in rows if row["baseline_updated"]]
+    epoch = updates[-1] if updates else 0
+    if held is None or held["policy"] != config.final_policy or held["epoch"] != epoch:
+        payload["kept"] = held = {"policy": config.final_policy, "epoch": epoch, "model": baseline.state_dict()}
+        save_atomic(payload, checkpoint)
+    model.load_state_dict(held["model"])
+
+
+def kept_policy(path) -> dict:
+    """Which policy the checkpoint or exported policy at `path` gives (`load_trained`): {"policy":
+    "last" or "baseline", "epoch": the epoch after which it was the current policy}."""
+    payload = _read_checkpoint(Path(path))
+    held = payload.get("kept")
+    if held is None:
+        return {"policy": "last", "epoch": int(payload["epoch"])}
+    return {"policy": held["policy"], "epoch": int(held["epoch"])}
+
+
+def _policy_weights(payload: dict) -> dict:
+    """The weights a checkpoint or export gives as its policy: the kept ones of a finished run that
+    keeps another than its last (`TrainConfig.final_policy`; an export holds them as its `model`)."""
+    held = payload.get("kept")
+    return held["model"] if held is not None and "model" in held else payload["model"]
+
+
 def load_trained(path, device: str = "cpu") -> AttentionModel:
-    """The current policy from a training checkpoint (its configuration is rebuilt from the file),
-    in float32 even if it was trained with a bfloat16 encoder."""
+    """The policy of a training checkpoint or exported policy (its configuration is rebuilt from the
+    file): the current one, or where a finished run keeps another (`TrainConfig.final_policy`,
+    `kept_policy`) that one; in float32 even if it was trained with a bfloat16 encoder."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no training checkpoint at {path}: train the model first (notebook 03)")
@@ -402,7 +458,7 @@ def load_trained(path, device: str = "cpu") -> AttentionModel:
         key["sites"] = tuple(key["sites"])
         config = TrainConfig(epochs=max(payload["epoch"], 1), **key)
         model = build_model(config, resolve_device(device))
-        model.load_state_dict(payload["model"])
+        model.load_state_dict(_policy_weights(payload))
         model.encoder_precision = "float32"  # evaluation runs in full precision, whatever training used
     except Exception as error:
         raise ValueError(f"{path} is not a loadable training checkpoint ({error})") from error
@@ -411,14 +467,19 @@ def load_trained(path, device: str = "cpu") -> AttentionModel:
 
 
 def export_policy(checkpoint, path) -> Path:
-    """Copy the current policy of a training checkpoint and its epoch log, without the optimiser,
-    baseline and generator states, to `path` (a few MB; `load_trained` reads it like a checkpoint,
-    and `finished_training` takes it for the finished model where the checkpoint is gone)."""
+    """Copy the policy of a training checkpoint (`load_trained`'s: the current one, or the one a
+    finished run keeps) and its epoch log, without the optimiser, baseline and generator states, to
+    `path` (a few MB; `load_trained` reads it like a checkpoint, and `finished_training` takes it for
+    the finished model where the checkpoint is gone)."""
     checkpoint, path = Path(checkpoint), Path(path)
     if not checkpoint.is_file():
         raise FileNotFoundError(f"no training checkpoint at {checkpoint}: train the model first")
     payload = _read_checkpoint(checkpoint)
-    return save_atomic({key: payload[key] for key in ("format", "config", "epoch", "model", "log")}, path)
+    exported = {key: payload[key] for key in ("format", "config", "epoch", "log")}
+    exported["model"] = _policy_weights(payload)
+    if payload.get("kept") is not None:
+        exported["kept"] = {key: value for key, value in payload["kept"].items() if key != "model"}
+    return save_atomic(exported, path)
 
 
 def add_log_to_export(path, log: pd.DataFrame) -> Path:

@@ -8,7 +8,9 @@ LKH (`eie.solvers.lkh_tsp_costs`, one run) on all 512; for CVRP, HGS at the pres
 greedy mean and gaps on those same instances; for bin packing (20 boxes, 120 x 100), the best
 sort-then-place heuristic (`BPP.reference_costs`) on the preset's 128 test instances, in load rate
 (%; the gap is positive where the model packs less). Reads the checkpoints in results/cpu_long_v2/checkpoints/
-(whatever epoch they hold; the `epochs` column says which), and the finished policies exported to
+(whatever epoch they hold; the `epochs` column says which, and `policy_epoch` the epoch of the policy
+evaluated: the last one, or in a finished run the rollout baseline's it keeps, `TrainConfig.final_policy`),
+and the finished policies exported to
 results/cpu_long_v2/models/ where this machine has no checkpoint; writes
 results/cpu_long_v2/gap_at_N.csv (TSP), gap_at_N_cvrp.csv and gap_at_N_bpp.csv.
 Run from the repository root (about 5 s per TSP model, one thread; CVRP: about a minute per capacity
@@ -27,7 +29,7 @@ from eie import worker
 from eie.evaluation import fixed_test_set, greedy_costs
 from eie.problems import make_problem
 from eie.solvers import lkh_tsp_costs
-from eie.training import checkpoint_epochs, load_trained
+from eie.training import checkpoint_epochs, kept_policy, load_trained
 
 RUN = Path("results/cpu_long_v2")
 
@@ -40,7 +42,8 @@ def trained_models(pattern: str) -> list[Path]:
 
 def row(path: Path, costs: np.ndarray, reference: np.ndarray, reference_name: str) -> dict:
     gaps = 100 * (costs / reference - 1)
-    return {"model": path.stem, "epochs": checkpoint_epochs(path), "greedy": costs.mean(),
+    return {"model": path.stem, "epochs": checkpoint_epochs(path), "policy_epoch": kept_policy(path)["epoch"],
+            "greedy": costs.mean(),
             reference_name: reference.mean(), "gap_pct": gaps.mean(), "gap_pct_median": np.median(gaps)}
 
 
@@ -89,7 +92,8 @@ def bpp_gaps() -> pd.DataFrame:
         reference = -model.problem.reference_costs(instance)  # load rates, %
         loads = -greedy_costs(model, instance, chunk=params["eval_chunk"]).cpu().numpy()
         gaps = 100 * (1 - loads / reference)
-        rows.append({"model": path.stem, "epochs": checkpoint_epochs(path), "greedy_load": loads.mean(),
+        rows.append({"model": path.stem, "epochs": checkpoint_epochs(path), "policy_epoch": kept_policy(path)["epoch"],
+                     "greedy_load": loads.mean(),
                      "heuristic_load": reference.mean(), "gap_pct": gaps.mean(), "gap_pct_median": np.median(gaps)})
     return pd.DataFrame(rows)
 
