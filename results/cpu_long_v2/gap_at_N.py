@@ -7,7 +7,8 @@ LKH (`eie.solvers.lkh_tsp_costs`, one run) on all 512; for CVRP, HGS at the pres
 (`CVRP.reference_costs`, 20 000) on the first --cvrp-reference instances (default 64), and the
 greedy mean and gaps on those same instances; for bin packing (20 boxes, 120 x 100), the best
 sort-then-place heuristic (`BPP.reference_costs`) on the preset's 128 test instances, in load rate
-(%; the gap is positive where the model packs less). Reads the checkpoints in results/cpu_long_v2/checkpoints/
+(%; the gap is positive where the model packs less); `p_paired`: the two-sided paired t-test of the
+model's objective against the reference's on the same instances. Reads the checkpoints in results/cpu_long_v2/checkpoints/
 (whatever epoch they hold; the `epochs` column says which, and `policy_epoch` the epoch of the policy
 evaluated: the last one, or in a finished run the rollout baseline's it keeps, `TrainConfig.final_policy`),
 and the finished policies exported to
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from scipy import stats
 
 from eie import worker
 from eie.evaluation import fixed_test_set, greedy_costs
@@ -44,7 +46,8 @@ def row(path: Path, costs: np.ndarray, reference: np.ndarray, reference_name: st
     gaps = 100 * (costs / reference - 1)
     return {"model": path.stem, "epochs": checkpoint_epochs(path), "policy_epoch": kept_policy(path)["epoch"],
             "greedy": costs.mean(),
-            reference_name: reference.mean(), "gap_pct": gaps.mean(), "gap_pct_median": np.median(gaps)}
+            reference_name: reference.mean(), "gap_pct": gaps.mean(), "gap_pct_median": np.median(gaps),
+            "p_paired": stats.ttest_rel(costs, reference).pvalue}
 
 
 def tsp_gaps(size: int, paths: list[Path] | None = None) -> pd.DataFrame:
@@ -85,16 +88,19 @@ def bpp_gaps() -> pd.DataFrame:
     paths = trained_models(f"bpp_*_n{params['n_train']}_seed*.pt")
     if not paths:
         raise SystemExit(f"no bin-packing models in {RUN}/checkpoints or {RUN}/models: train them first")
-    rows = []
+    rows, references = [], {}  # the heuristic once per bin
     for path in paths:
         model = load_trained(path)
         instance = fixed_test_set(model.problem, params["n_train"], params["test_size"])
-        reference = -model.problem.reference_costs(instance)  # load rates, %
+        if model.problem.setting not in references:
+            references[model.problem.setting] = -model.problem.reference_costs(instance)  # load rates, %
+        reference = references[model.problem.setting]
         loads = -greedy_costs(model, instance, chunk=params["eval_chunk"]).cpu().numpy()
         gaps = 100 * (1 - loads / reference)
         rows.append({"model": path.stem, "epochs": checkpoint_epochs(path), "policy_epoch": kept_policy(path)["epoch"],
                      "greedy_load": loads.mean(),
-                     "heuristic_load": reference.mean(), "gap_pct": gaps.mean(), "gap_pct_median": np.median(gaps)})
+                     "heuristic_load": reference.mean(), "gap_pct": gaps.mean(), "gap_pct_median": np.median(gaps),
+                     "at_least_heuristic": (loads >= reference).mean(), "p_paired": stats.ttest_rel(loads, reference).pvalue})
     return pd.DataFrame(rows)
 
 
@@ -107,7 +113,9 @@ def main():
     torch.set_num_threads(1)
     for problem in args.problems:
         table = {"tsp": lambda: tsp_gaps(args.size), "cvrp": lambda: cvrp_gaps(args.size, args.cvrp_reference),
-                 "bpp": bpp_gaps}[problem]().round(4)
+                 "bpp": bpp_gaps}[problem]()
+        table = table.round({column: 4 for column in table.columns if column != "p_paired"})
+        table["p_paired"] = table["p_paired"].map(lambda p: float(f"{p:.2g}"))
         table.to_csv(RUN / ("gap_at_N.csv" if problem == "tsp" else f"gap_at_N_{problem}.csv"), index=False)
         print(table.to_string(index=False))
 
