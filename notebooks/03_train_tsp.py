@@ -107,11 +107,12 @@ models, logs = study.train_problem("03_train_tsp", params)
 print(run_checks.check_training_log(logs, rules, rule_seeds, epochs, plateau_window, plateau_tolerance, lr_drops))
 
 # %% [markdown] tags=[]
-# Final held-out greedy tour length by rule and seed (machine-dependent, not compared):
+# Held-out greedy tour length of the policy each model keeps (`final_policy`: its last, or the rollout
+# baseline's), by rule and seed (machine-dependent, not compared):
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-print(logs.groupby(["rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
+print(study.kept_held_out(logs, ["rule", "seed"]).round(2).to_string())
 
 # %% tags=[]
 fig = training_figure(logs, f"greedy tour length, TSP{n_train}", mark_lr_drops=lr_drops > 0)

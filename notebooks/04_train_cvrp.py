@@ -122,11 +122,12 @@ for setting in models:
                                                           plateau_window, plateau_tolerance, lr_drops))
 
 # %% [markdown] tags=[]
-# Final held-out greedy distance by capacity, rule and seed (machine-dependent, not compared):
+# Held-out greedy distance of the policy each model keeps (`final_policy`: its last, or the rollout
+# baseline's), by capacity, rule and seed (machine-dependent, not compared):
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-print(logs.groupby(["setting", "rule", "seed"]).eval_cost.last().unstack("seed").round(2).to_string())
+print(study.kept_held_out(logs, ["setting", "rule", "seed"]).round(2).to_string())
 
 # %% tags=[]
 fig = training_figure(logs, f"greedy distance, CVRP{n_train}", mark_lr_drops=lr_drops > 0)

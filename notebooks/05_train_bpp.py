@@ -118,11 +118,12 @@ for setting in models:
                                                           plateau_window, plateau_tolerance, lr_drops))
 
 # %% [markdown] tags=[]
-# Final held-out load rate (%, greedy) by bin, rule and seed (machine-dependent, not compared):
+# Held-out load rate (%, greedy) of the policy each model keeps (`final_policy`: its last, or the
+# rollout baseline's), by bin, rule and seed (machine-dependent, not compared):
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-print((-logs.groupby(["setting", "rule", "seed"]).eval_cost.last()).unstack("seed").round(2).to_string())
+print((-study.kept_held_out(logs, ["setting", "rule", "seed"])).round(2).to_string())
 
 # %% [markdown] tags=[]
 # ## Extrapolation (Table 1)

@@ -9,6 +9,7 @@ import pytest
 from eie import comparison, run_checks, study
 from eie.evaluation import fixed_test_set
 from eie.problems import PROBLEMS, TSP
+from eie.training import kept_policy
 
 
 def tiny_parameters(**overrides) -> dict:
@@ -67,6 +68,22 @@ def test_every_setting_is_trained_evaluated_and_written_where_comparison_reads_i
     assert loaded.round(4).equals(results.round(4)) and set(objectives) == set(per_instance)
     text = comparison.problem_tables("cvrp", loaded, objectives)
     assert "### C10" in text and "### C20" in text and "HGS, mean over the instances it solved: n = 6:" in text
+
+
+def test_the_logs_say_which_policy_each_model_keeps(results_in):
+    """`policy_epoch` in the training logs: the last epoch by default; with final_policy = "baseline"
+    the epoch the kept (exported) policy became the rollout baseline; `kept_held_out` reads that row."""
+    models, logs = study.train_problem("03_train_tsp", tiny_parameters(epochs=3))
+    assert list(logs.policy_epoch) == [3, 3, 3]
+    assert study.kept_held_out(logs, ["rule", "seed"]).loc["inv_sqrt_d", 0] == logs.eval_cost.iloc[-1]
+    models, logs = study.train_problem("03_train_tsp", tiny_parameters(epochs=3, final_policy="baseline", run="kept"))
+    exported = results_in / "kept" / "models" / "tsp_inv_sqrt_d_n6_seed0.pt"
+    updates = list(logs.epoch[logs.baseline_updated])
+    assert kept_policy(exported) == {"policy": "baseline", "epoch": updates[-1] if updates else 0}
+    assert (logs.policy_epoch == kept_policy(exported)["epoch"]).all()
+    made_up = pd.DataFrame({"rule": ["a"] * 3 + ["b"] * 3, "seed": 0, "epoch": [1, 2, 3] * 2,
+                            "eval_cost": [5.0, 4.0, 6.0, 7.0, 8.0, 9.0], "policy_epoch": [2] * 3 + [3] * 3})
+    assert study.kept_held_out(made_up, ["rule", "seed"])[0].to_dict() == {"a": 4.0, "b": 9.0}
 
 
 class OpenTour(TSP):

@@ -27,7 +27,7 @@ from .methods import BoundMethod
 from .problems import problem_trained_by, training_notebooks
 from .paths import eie_net_path, exact_table_path, results_dir
 from .model import ModelConfig
-from .training import TrainConfig, build_model, export_policy, load_trained, resolve_device, train
+from .training import TrainConfig, build_model, export_policy, kept_policy, load_trained, resolve_device, train
 
 RESULT_COLUMNS = ["problem", "setting", "method", "seed", "n", "objective", "gap_pct"]
 
@@ -255,7 +255,8 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
     eie.worker PRESET NB --save-carry` on another machine) resumes from that one; a model with
     neither but exported to results/<run>/models/ after its training ended is read from there and
     not trained again (`eie.training.finished_training`).
-    Returns ({(rule, seed): model}, training log with columns rule, seed, epoch, ...).
+    Returns ({(rule, seed): model}, training log with columns rule, seed, epoch, ..., and
+    policy_epoch: the epoch of the policy the model keeps, `eie.training.kept_policy`).
     """
     models, logs = {}, []
     folder = results_dir(run) / "checkpoints"
@@ -264,8 +265,16 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
         result = train(cfg, folder, name=model_name(cfg.problem, rule, cfg.n_train, seed, tag), device=device,
                        progress=progress, carry_dir=carry_folder(run), exported_dir=models_folder(run))
         models[(rule, seed)] = result.model
-        logs.append(result.log.assign(rule=rule, seed=seed))
+        logs.append(result.log.assign(rule=rule, seed=seed, policy_epoch=kept_policy(result.checkpoint)["epoch"]))
     return models, pd.concat(logs, ignore_index=True)
+
+
+def kept_held_out(logs: pd.DataFrame, keys) -> pd.DataFrame:
+    """The held-out greedy cost of the policy each model keeps, from `train_models`' logs: the row of
+    its `policy_epoch` (its last epoch, or with `final_policy = "baseline"` the epoch its kept policy
+    became the rollout baseline), grouped by `keys` (which include "seed"), one column per seed."""
+    kept = logs[logs.epoch == logs.policy_epoch]
+    return kept.groupby(list(keys)).eval_cost.last().unstack("seed")
 
 
 def carry_folder(run: str = "default") -> Path:
