@@ -262,8 +262,9 @@ def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "
 def finished_training(path: Path, config: TrainConfig, device: str = "cpu") -> TrainResult | None:
     """The policy at `path`, a training checkpoint or a policy exported from one (`export_policy`),
     as a finished training of `config`, or None where it is not one: no file; other settings; fewer
-    epochs than `config.epochs` asks for without the plateau rule having stopped it, or more; or no
-    epoch log (policies exported before the log was kept; `add_log_to_export` adds one). A finished
+    epochs than `config.epochs` asks for without the plateau rule having stopped it, or more; ended
+    keeping another policy than `config.final_policy` (a checkpoint is then finished again at once
+    by `train`; an export alone is trained again); or no epoch log (policies exported before the log was kept; `add_log_to_export` adds one). A finished
     model is all an evaluation needs, so a run whose checkpoints are gone (they are not committed)
     is not trained again, and a finished checkpoint another process holds is read without waiting."""
     if not path.is_file():
