@@ -63,8 +63,7 @@ def main():
     path = model_path(args.model)
     model = load_trained(path).eval()
     instance = fixed_test_set(model.problem, params["n_train"], params["test_size"])
-    heuristic = -model.problem.reference_costs(instance)
-    heuristic = heuristic.numpy() if torch.is_tensor(heuristic) else np.asarray(heuristic)
+    heuristic = -model.problem.reference_costs(instance)  # load rates (%), one per instance
     greedy = -greedy_costs(model, instance, chunk=params["eval_chunk"]).numpy()
     loads = sampled_loads(model, instance, args.samples, params["eval_chunk"])
     rows = [{"decoding": "greedy", "k": 1, "load": greedy.mean(), "load_median": np.median(greedy),
