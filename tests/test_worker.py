@@ -120,6 +120,19 @@ def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
     assert list(status.state) == ["plateau", "plateau"] and (status.done < 50).all() and status.hours_left.sum() == 0
 
 
+def test_status_reads_the_checkpoints_log_where_the_csv_was_cut_off(tmp_path, monkeypatch):
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3)
+    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **{**setup["config"], "epochs": 2})
+    log_csv = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0_log.csv"
+    assert len(pd.read_csv(log_csv)) == 2 and not list(log_csv.parent.glob("*.tmp"))  # written whole, no temporary left
+    log_csv.write_text("")  # what a worker killed while writing it left behind before the CSV was written atomically
+    status = worker.training_status(preset, "03_train_tsp")
+    assert list(status.state) == ["in progress"] and list(status.done) == [2]
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])
+    assert len(pd.read_csv(tmp_path / "tiny" / "carry" / "tsp_inv_sqrt_d_n6_seed0_log.csv")) == 2
+
+
 def test_several_notebooks_are_checked_before_any_training(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
     preset = tmp_path / "two.yaml"

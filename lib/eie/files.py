@@ -56,6 +56,14 @@ def copy_atomic(source, path) -> Path:
     return Path(path)
 
 
+def write_csv_atomic(frame, path) -> Path:
+    """`frame.to_csv(path, index=False)` that never leaves a half-written or empty `path` behind (a
+    worker killed at its time limit while writing its epoch log, say)."""
+    with _written_then_renamed(path) as temporary:
+        frame.to_csv(temporary, index=False)
+    return Path(path)
+
+
 def remove_stale_temporaries(path) -> list[Path]:
     """Delete the temporary files of interrupted `save_atomic` calls for `path`; returns them.
 

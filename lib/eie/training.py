@@ -36,7 +36,8 @@ from scipy import stats
 from tqdm import tqdm
 
 from .evaluation import greedy_costs
-from .files import FileBusy, copy_atomic, exclusive, load_tensors, remove_stale_temporaries, save_atomic
+from .files import (FileBusy, copy_atomic, exclusive, load_tensors, remove_stale_temporaries, save_atomic,
+                    write_csv_atomic)
 from . import methods
 from .model import PRECISIONS, AttentionModel, ModelConfig
 from .problems import make_problem
@@ -299,7 +300,7 @@ def resume_from_carry(checkpoint: Path, log_path: Path, carry_dir: Path) -> bool
         replaced = ""
     copy_atomic(carried, checkpoint)
     rows = carried_state["log"]
-    pd.DataFrame(rows).to_csv(log_path, index=False)
+    write_csv_atomic(pd.DataFrame(rows), log_path)
     print(f"{checkpoint.stem}: resuming after epoch {len(rows)} from the checkpoint carried in {carried}{replaced}",
           flush=True)
     return True
@@ -397,7 +398,7 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
                      "optimiser": optimiser.state_dict(), "data_gen": data_gen.get_state(),
                      "sample_gen": sample_gen.get_state(), "eval_set": {k: v.cpu() for k, v in eval_set.items()},
                      "log": rows, "warmup_baseline": warmup_baseline}, checkpoint)
-        pd.DataFrame(rows).to_csv(log_path, index=False)
+        write_csv_atomic(pd.DataFrame(rows), log_path)
     _keep_final_policy(config, checkpoint, model, baseline, rows)
     model.eval()
     model.encoder_precision = "float32"  # the trained policy is evaluated in full precision, as `load_trained` gives it

@@ -47,7 +47,7 @@ import torch
 import yaml
 
 from . import study
-from .files import FileBusy, copy_atomic
+from .files import FileBusy, copy_atomic, write_csv_atomic
 from .parameters import check_parameters
 from .paths import repo_root
 from .problems import training_notebooks
@@ -166,11 +166,22 @@ def _epoch_log(checkpoints: Path | None, carry: Path | None, name: str) -> tuple
     from another machine (in `carry`) has more epochs, the carried one, which is where a worker
     resumes it (`eie.training`); and whether it is the carried one."""
     logs = [] if checkpoints is None else [(checkpoints / f"{name}_log.csv", False), (carry / f"{name}_log.csv", True)]
-    found = [(pd.read_csv(path), is_carried) for path, is_carried in logs if path.is_file()]
+    found = [(_read_epoch_log(path), is_carried) for path, is_carried in logs if path.is_file()]
     if not found:
         return pd.DataFrame(columns=["eval_cost", "seconds"]), False
     log, carried = max(found, key=lambda pair: len(pair[0]))  # ties: this machine's, listed first
     return log, carried and len(log) > 0
+
+
+def _read_epoch_log(path: Path) -> pd.DataFrame:
+    """The epoch log CSV at `path`, or where it cannot be read (empty or cut off: written by a
+    version that did not write it atomically, and killed meanwhile) the log held by the checkpoint
+    beside it, which is what training resumes from."""
+    try:
+        return pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError):
+        checkpoint = path.with_name(path.name.removesuffix("_log.csv") + ".pt")
+        return checkpoint_log(checkpoint) if checkpoint.is_file() else pd.DataFrame(columns=["eval_cost", "seconds"])
 
 
 def save_carry(preset, notebook: str) -> list[str]:
@@ -220,7 +231,7 @@ def save_carry(preset, notebook: str) -> list[str]:
         if (ended or row.state in ("in progress", "carried")) and not _carry_is_further(carry / f"{name}.pt", local):
             copy_atomic(local, carry / f"{name}.pt")
             # the log the copied checkpoint holds: the CSV here may already have the next epoch's row
-            checkpoint_log(carry / f"{name}.pt").to_csv(carry / f"{name}_log.csv", index=False)
+            write_csv_atomic(checkpoint_log(carry / f"{name}.pt"), carry / f"{name}_log.csv")
             saved.append(f"{name} ({row.state}, {row.done} epochs): checkpoint carried")
     return saved
 
