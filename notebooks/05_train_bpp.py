@@ -130,7 +130,8 @@ print((-study.kept_held_out(logs, ["setting", "rule", "seed"])).round(2).to_stri
 
 # %% tags=[]
 results, per_instance, references = study.evaluate_problem("05_train_bpp", params, models, net, table, d)
-heuristics = heuristics_table(problems, extrapolation_lengths(n_train, n_max), reference_size, test_seed)
+heuristics = heuristics_table(problems, extrapolation_lengths(n_train, n_max), reference_size, test_seed,
+                              store=study.run_evaluation_store(run))
 heuristics.to_csv(out / "bpp_heuristics.csv", index=False, float_format="%.4f")
 print("Every reported packing passed the checker (each box once, inside the bin, no overlaps).")
 

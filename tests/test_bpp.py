@@ -108,6 +108,30 @@ def test_heuristics_pack_feasibly_and_sorting_helps():
         heuristic_solution(problem, instance, "colour")
 
 
+def test_notebook_05_packs_each_heuristic_once_per_test_set(tmp_path, monkeypatch):
+    from eie.evaluation import fixed_test_set
+    from eie.evaluation_store import EvaluationStore
+    from eie.problems import bpp_heuristics
+
+    packed = []
+    original = bpp_heuristics.heuristic_solution
+    monkeypatch.setattr(bpp_heuristics, "heuristic_solution",
+                        lambda problem, instance, key: packed.append(key) or original(problem, instance, key))
+    monkeypatch.setattr(bpp_heuristics, "_RECENT_RATES", {})
+    problem = BPP(60, 50)
+    reference = problem.reference_costs({k: v[:3] for k, v in fixed_test_set(problem, 8, 5).items()})  # the evaluation's
+    assert len(packed) == 3
+    store = EvaluationStore(tmp_path / "store")
+    table = bpp_heuristics.heuristics_table([problem], [8], 3, store=store)  # the same 3 instances: nothing packed again
+    assert len(packed) == 3
+    assert np.isclose(-reference.mean(), table.load_rate.max())
+    monkeypatch.setattr(bpp_heuristics, "_RECENT_RATES", {})  # another process: read back from the run's store
+    again = bpp_heuristics.heuristics_table([problem], [8], 3, store=store)
+    assert len(packed) == 3 and again.equals(table)
+    bpp_heuristics.heuristics_table([problem], [8], 4, store=store)  # other instances are packed
+    assert len(packed) == 6
+
+
 def test_policy_packs_feasibly_and_is_equivariant_in_the_boxes():
     torch.manual_seed(0)
     problem = make_problem("bpp", length=60, width=50)

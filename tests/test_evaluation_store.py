@@ -1,11 +1,14 @@
 """An interrupted evaluation resumes: finished pieces are read back, and anything that changed them
 (the model's weights, the method, the test set, the solver's options) is computed again."""
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
-from eie import study
+from eie import evaluation_store, study
 from eie.evaluation_store import EvaluationStore, model_fingerprint
 from eie.problems import TSP
 from eie.training import TrainConfig, build_model
@@ -102,3 +105,28 @@ def test_the_model_and_problem_settings_are_part_of_a_pieces_key(tmp_path, monke
     before = len(computed)
     _evaluate({("inv_sqrt_d", 0): depot}, store)
     assert len(computed) == before + 4  # same weights, other problem options: computed again
+
+
+def test_an_edit_to_one_problems_modules_keeps_the_other_problems_pieces(tmp_path):
+    package = tmp_path / "eie"
+    shutil.copytree(Path(evaluation_store.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    real_package = evaluation_store._PACKAGE
+    evaluation_store._PACKAGE = package
+    try:
+        evaluation_store.source_hash.cache_clear()
+        store = EvaluationStore(tmp_path / "store")
+        pieces = {problem: {"kind": "reference", "problem": problem, "n": 20} for problem in ("tsp", "cvrp", "bpp")}
+        for key in pieces.values():
+            store.put(key, np.arange(3.0))
+        heuristics = package / "problems" / "bpp_heuristics.py"
+        heuristics.write_text(heuristics.read_text() + "\n# an edit\n")
+        evaluation_store.source_hash.cache_clear()
+        assert store.get(pieces["tsp"]) is not None and store.get(pieces["cvrp"]) is not None
+        assert store.get(pieces["bpp"]) is None  # bin packing's heuristics changed: its reference is computed again
+        base = package / "problems" / "base.py"
+        base.write_text(base.read_text() + "\n# an edit\n")
+        evaluation_store.source_hash.cache_clear()
+        assert store.get(pieces["tsp"]) is None and store.get(pieces["cvrp"]) is None  # shared by every problem
+    finally:
+        evaluation_store._PACKAGE = real_package
+        evaluation_store.source_hash.cache_clear()

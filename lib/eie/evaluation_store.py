@@ -7,7 +7,8 @@ named by a hash of everything that determines it: for a method, the model's weig
 sites, n mode and precision, the problem's options, the method with its lambda at every n' <= n,
 the test instances themselves and the device type; for the reference, the instances and the
 solver's options; for both, the source of the modules that compute that kind of piece
-(`SOURCES`: an edit there makes those pieces miss, an edit elsewhere keeps them) and of the
+(`SOURCES`, and of the piece's own problem, `PROBLEM_SOURCES`: an edit there makes those pieces
+miss, an edit elsewhere keeps them, an edit to bin packing's modules the routing problems' pieces) and of the
 function that builds the pieces (`eie.study.evaluate`). A rerun reads a piece back instead of
 computing it; anything changed simply misses and is computed again.
 
@@ -31,21 +32,40 @@ from .files import load_tensors, save_atomic
 
 PIECE_FORMAT = "eie-evaluation-piece/2"
 _PACKAGE = Path(__file__).resolve().parent
-# The modules whose source each kind of piece depends on (files and folders of the package).
+# The modules whose source each kind of piece depends on (files and folders of the package);
+# "problems" stands for the modules of the piece's own problem (`PROBLEM_SOURCES`).
 SOURCES = {
     "method": ("model.py", "attention.py", "position_attention.py", "pointer_network.py", "evaluation.py",
                "methods.py", "scaling.py", "eie_net.py", "problems"),
     "reference": ("solvers.py", "problems"),
 }
+# The modules of problems/ that decode, check, score and solve each problem (besides base.py), so
+# that an edit to one problem keeps the others' pieces; a problem not listed depends on the folder.
+PROBLEM_SOURCES = {
+    "tsp": ("tsp.py",),
+    "cvrp": ("cvrp.py",),
+    "bpp": ("bpp.py", "bpp_heuristics.py", "heightmap.py", "placement_kernel.py"),
+}
+
+
+def _source_files(kind: str, problem: str | None) -> list[str]:
+    names = []
+    for name in SOURCES[kind]:
+        if name == "problems" and problem in PROBLEM_SOURCES:
+            names += ["problems/base.py", *(f"problems/{module}" for module in PROBLEM_SOURCES[problem])]
+        else:
+            names.append(name)
+    return names
 
 
 @lru_cache(maxsize=None)
-def source_hash(kind: str) -> str:
-    """A hash of the source of the modules that compute pieces of `kind` (a key of `SOURCES`)."""
+def source_hash(kind: str, problem: str | None = None) -> str:
+    """A hash of the source of the modules that compute pieces of `kind` (a key of `SOURCES`) for
+    `problem` (a key of `PROBLEM_SOURCES`; another, or None: every module of problems/)."""
     if kind not in SOURCES:
         raise ValueError(f"unknown kind of evaluation piece {kind!r}; choose from {', '.join(SOURCES)}")
     digest = hashlib.sha256()
-    for name in SOURCES[kind]:
+    for name in _source_files(kind, problem):
         path = _PACKAGE / name
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             digest.update(file.relative_to(_PACKAGE).as_posix().encode())
@@ -91,7 +111,8 @@ class EvaluationStore:
         self.carried = None if carried is None else Path(carried)
 
     def _path(self, key: dict) -> Path:
-        text = json.dumps({**key, "source": source_hash(key.get("kind", "reference"))}, sort_keys=True)
+        text = json.dumps({**key, "source": source_hash(key.get("kind", "reference"), key.get("problem"))},
+                          sort_keys=True)
         return self.folder / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.pt"
 
     def get(self, key: dict) -> np.ndarray | None:
