@@ -64,7 +64,8 @@ def tsp_gaps(size: int, paths: list[Path] | None = None) -> pd.DataFrame:
 def cvrp_gaps(size: int, reference_size: int) -> pd.DataFrame:
     params = worker.preset_parameters(f"presets/{RUN.name}.yaml", "04_train_cvrp")
     rows = []
-    for capacity in params["capacities"]:
+    found = {int(path.name.split("_")[1][1:]) for path in trained_models("cvrp_C*_n20_seed*.pt")}
+    for capacity in sorted(set(params["capacities"]) | found):  # and the unscaled C_v = 10, 15 of README "CVRP at N = 20"
         paths = trained_models(f"cvrp_C{capacity:g}_*_n20_seed*.pt")
         if not paths:
             continue
