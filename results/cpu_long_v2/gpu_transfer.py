@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
-from eie.files import load_tensors, save_atomic  # noqa: E402
+from eie.files import load_tensors, save_atomic, write_csv_atomic  # noqa: E402
 from eie.training import checkpoint_log  # noqa: E402
 
 RUN = Path(__file__).resolve().parent
@@ -89,12 +89,14 @@ def unpack(folder: Path) -> None:
         if target.exists() and int(load_tensors(target, "training checkpoint")["epoch"]) >= payload["epoch"]:
             print(f"{name}: this machine's checkpoint is as far; kept")
             continue
-        seed = int(payload["config"]["seed"])
-        restart = seed * 7919 + 2 + 1000 * int(payload["epoch"])
-        payload["sample_gen"] = torch.Generator().manual_seed(restart).get_state()
+        restarted = ""
+        if payload["sample_gen"].numel() != torch.Generator().get_state().numel():  # a CUDA generator's state
+            restart = int(payload["config"]["seed"]) * 7919 + 2 + 1000 * int(payload["epoch"])
+            payload["sample_gen"] = torch.Generator().manual_seed(restart).get_state()
+            restarted = f" (sampling restarted from {restart})"
         save_atomic(payload, target)
-        checkpoint_log(target).to_csv(checkpoints / f"{Path(name).stem}_log.csv", index=False)
-        print(f"{name}: checkpoint at epoch {payload['epoch']} into checkpoints/ (sampling restarted from {restart})")
+        write_csv_atomic(checkpoint_log(target), checkpoints / f"{Path(name).stem}_log.csv")
+        print(f"{name}: checkpoint at epoch {payload['epoch']} into checkpoints/{restarted}")
 
 
 def main() -> None:
