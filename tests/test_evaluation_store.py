@@ -118,15 +118,20 @@ def test_an_edit_to_one_problems_modules_keeps_the_other_problems_pieces(tmp_pat
         pieces = {problem: {"kind": "reference", "problem": problem, "n": 20} for problem in ("tsp", "cvrp", "bpp")}
         for key in pieces.values():
             store.put(key, np.arange(3.0))
+        written = {problem: store._path(key) for problem, key in pieces.items()}
+        assert store.stale_pieces() == []
         heuristics = package / "problems" / "bpp_heuristics.py"
         heuristics.write_text(heuristics.read_text() + "\n# an edit\n")
         evaluation_store.source_hash.cache_clear()
         assert store.get(pieces["tsp"]) is not None and store.get(pieces["cvrp"]) is not None
         assert store.get(pieces["bpp"]) is None  # bin packing's heuristics changed: its reference is computed again
+        assert store.stale_pieces() == [written["bpp"]]  # what no lookup reads any more, to delete
         base = package / "problems" / "base.py"
         base.write_text(base.read_text() + "\n# an edit\n")
         evaluation_store.source_hash.cache_clear()
         assert store.get(pieces["tsp"]) is None and store.get(pieces["cvrp"]) is None  # shared by every problem
+        (tmp_path / "store" / "unreadable.pt").write_bytes(b"not a piece")
+        assert set(store.stale_pieces()) == {*written.values(), tmp_path / "store" / "unreadable.pt"}
     finally:
         evaluation_store._PACKAGE = real_package
         evaluation_store.source_hash.cache_clear()

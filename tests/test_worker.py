@@ -331,7 +331,12 @@ def test_carried_references_are_read_back_on_a_machine_without_checkpoints(tmp_p
     solved = study.compute_references("04_train_cvrp", params)
     worker.main([str(preset), "04_train_cvrp", "--save-carry"])
     assert "nothing to save" in capsys.readouterr().out  # no model in training, but the references are carried
-    assert list((tmp_path / "tiny" / "carry" / "evaluation").glob("*.pt"))
+    carried = sorted((tmp_path / "tiny" / "carry" / "evaluation").glob("*.pt"))
+    assert carried
+    stale = carried[0].with_name("0" * 24 + ".pt")  # a piece whose key now hashes elsewhere (its code was edited)
+    stale.write_bytes(carried[0].read_bytes())
+    worker.main([str(preset), "04_train_cvrp", "--save-carry"])
+    assert not stale.exists() and sorted((tmp_path / "tiny" / "carry" / "evaluation").glob("*.pt")) == carried
     (tmp_path / "tiny" / "checkpoints").rename(tmp_path / "first_machine")
 
     def solver_called_again(self, *args, **kwargs):

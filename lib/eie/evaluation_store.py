@@ -138,6 +138,22 @@ class EvaluationStore:
             save_atomic({"format": PIECE_FORMAT, "key": json.dumps(key, sort_keys=True),
                          "values": torch.from_numpy(np.ascontiguousarray(values))}, self._path(key))
 
+    def stale_pieces(self) -> list[Path]:
+        """The pieces in `folder` and `carried` that no lookup can read any more: their key, with
+        the source of today's modules, names another file (an edit since made them miss), or
+        they cannot be read. Deleting them frees the space; nothing reads them."""
+        stale = []
+        for folder in (self.folder, self.carried):
+            for path in sorted(folder.glob("*.pt")) if folder is not None and folder.is_dir() else []:
+                try:
+                    key = json.loads(load_tensors(path, "evaluation piece")["key"])
+                    current = self._path(key).name == path.name
+                except (ValueError, KeyError, TypeError):
+                    current = False
+                if not current:
+                    stale.append(path)
+        return stale
+
     def get_or_compute(self, key: dict, compute) -> np.ndarray:
         """The stored values for `key`, or `compute()`'s (then stored), with their dtype."""
         values = self.get(key)

@@ -47,6 +47,7 @@ import torch
 import yaml
 
 from . import study
+from .evaluation_store import EvaluationStore
 from .files import FileBusy, copy_atomic, write_csv_atomic
 from .parameters import check_parameters
 from .paths import repo_root
@@ -199,7 +200,8 @@ def save_carry(preset, notebook: str) -> list[str]:
       on). Where git ignores models/ or the export is not accepted (a model trained past `epochs`),
       the whole checkpoint is carried instead.
     - The run's finished evaluation pieces (reference solutions, methods' objectives; small) are
-      copied to carry/evaluation/.
+      copied to carry/evaluation/, and the carried pieces no lookup reads any more (the code that
+      computes them has changed since: `EvaluationStore.stale_pieces`) are deleted.
     Returns one line per model whose files changed."""
     params = preset_parameters(preset, notebook)
     status = training_status(preset, notebook)
@@ -208,6 +210,8 @@ def save_carry(preset, notebook: str) -> list[str]:
     for piece in sorted((checkpoints / "evaluation").glob("*.pt")):
         if not (carry / "evaluation" / piece.name).is_file():
             copy_atomic(piece, carry / "evaluation" / piece.name)
+    for piece in EvaluationStore(carry / "evaluation").stale_pieces():
+        piece.unlink()  # an edit to the code that computes it made it miss: nothing reads it any more
     exportable = not _ignored_by_git(models / "policy.pt")
     saved = []
     for row, (name, config) in zip(status.itertuples(), _model_configs(params, notebook)):
