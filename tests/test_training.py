@@ -7,7 +7,8 @@ from eie import model as model_module
 from eie.model import DecoderCache
 from eie.run_checks import RunCheckFailed, check_training_log
 from eie.training import (TrainConfig, build_model, export_policy, finished_training, greedy_cost, kept_policy,
-                          load_trained, paired_t_test_p, plateau_action, plateau_reached, train)
+                          load_trained, paired_t_test_p, plateau_action, plateau_reached, sampling_restart_seed,
+                          train)
 
 SMALL = dict(problem="tsp", n_train=8, steps_per_epoch=2, batch_size=16, baseline_eval_size=32, lr=1e-3)
 
@@ -21,6 +22,29 @@ def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path):
     assert len(resumed.log) == 3
     pd_cols = ["train_cost", "baseline_cost", "eval_cost", "p_value"]
     assert np.allclose(straight.log[pd_cols].to_numpy(), resumed.log[pd_cols].to_numpy())
+
+
+def test_a_checkpoint_holding_another_devices_sampling_state_resumes_from_the_recorded_restart(tmp_path, capsys):
+    """A checkpoint moved between a GPU and a CPU holds the other kind of generator's state (a CUDA
+    Philox state is 16 bytes, a CPU Mersenne twister's 5056): training resumes with the sampling
+    stream restarted from `sampling_restart_seed`, exactly as from a checkpoint that held that stream."""
+    straight = train(TrainConfig(epochs=3, **SMALL), tmp_path / "straight", progress=False, device="cpu")
+    for run, sampling in (("moved", torch.zeros(16, dtype=torch.uint8)),
+                          ("restarted", torch.Generator().manual_seed(sampling_restart_seed(0, 2)).get_state())):
+        train(TrainConfig(epochs=2, **SMALL), tmp_path / run, progress=False, device="cpu")
+        (checkpoint,) = (tmp_path / run).glob("*.pt")
+        payload = torch.load(checkpoint, weights_only=True)
+        payload["sample_gen"] = sampling
+        torch.save(payload, checkpoint)
+    capsys.readouterr()
+    moved = train(TrainConfig(epochs=3, **SMALL), tmp_path / "moved", progress=False, device="cpu")
+    assert f"sampling restarted from seed {sampling_restart_seed(0, 2)}" in capsys.readouterr().out
+    restarted = train(TrainConfig(epochs=3, **SMALL), tmp_path / "restarted", progress=False, device="cpu")
+    assert "restarted" not in capsys.readouterr().out  # its state is a CPU generator's: set as it is
+    pairs = list(zip(moved.model.state_dict().values(), restarted.model.state_dict().values(),
+                     straight.model.state_dict().values()))
+    assert all(torch.equal(p, q) for p, q, _ in pairs)
+    assert not all(torch.equal(p, r) for p, _, r in pairs)  # the third epoch sampled another stream
 
 
 def test_the_warm_up_trains_otherwise_and_resumes_exactly(tmp_path):

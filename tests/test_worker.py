@@ -385,6 +385,30 @@ def test_a_model_exported_after_its_training_ended_is_not_trained_again_where_it
         log.drop(columns=["seconds", "rule", "seed", "policy_epoch"]))
 
 
+def test_a_model_finished_elsewhere_is_not_trained_on_from_an_unfinished_checkpoint_here(tmp_path, monkeypatch,
+                                                                                         capsys):
+    """A model this machine had started, then finished on another (a lent GPU) and exported: the export
+    is what the status shows and a worker reads; the checkpoint here is behind it and is not trained on."""
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
+    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    name, checkpoints = "tsp_inv_sqrt_d_n6_seed0", tmp_path / "tiny" / "checkpoints"
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
+    (exported,) = study.export_policies([name], run="tiny")
+    finished = torch.load(exported, weights_only=True)["model"]
+    shutil.rmtree(checkpoints)
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False,
+                       **{**setup["config"], "epochs": 1})  # this machine's own start, one epoch
+    status = worker.training_status(preset, "03_train_tsp")
+    assert list(status.state) == ["exported"] and list(status.done) == [2] and status.hours_left.sum() == 0
+    capsys.readouterr()
+    worker.run_worker(preset, "03_train_tsp")
+    assert (f"{name}: trained to the end already, read from {exported} (this machine's unfinished checkpoint, "
+            "1 epochs, is left as it is)") in capsys.readouterr().out
+    assert training.checkpoint_epochs(checkpoints / f"{name}.pt") == 1  # not trained on
+    read, _ = study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
+    assert all(torch.equal(read[("inv_sqrt_d", 0)].state_dict()[key], value) for key, value in finished.items())
+
+
 def test_a_worker_limits_the_bin_packing_kernel_to_its_threads_as_well_as_torch():
     numba = pytest.importorskip("numba")
     if numba.config.NUMBA_NUM_THREADS < 2:

@@ -245,10 +245,12 @@ def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "
             remove_stale_temporaries(checkpoint)
             if carry_dir is not None:
                 resume_from_carry(checkpoint, log_path, Path(carry_dir))
-            if not checkpoint.exists() and exported_dir is not None:
+            if exported_dir is not None and not (checkpoint.exists() and finished_training(checkpoint, config)):
                 exported = finished_training(Path(exported_dir) / f"{name}.pt", config, str(device))
-                if exported is not None:
-                    print(f"{name}: trained to the end already, read from {exported.checkpoint}", flush=True)
+                if exported is not None:  # finished elsewhere: this machine's unfinished checkpoint is behind it
+                    behind = (f" (this machine's unfinished checkpoint, {checkpoint_epochs(checkpoint)} epochs, "
+                              "is left as it is)" if checkpoint.exists() else "")
+                    print(f"{name}: trained to the end already, read from {exported.checkpoint}{behind}", flush=True)
                     return exported
             return _train_locked(config, checkpoint, log_path, name, device, progress)
     except FileBusy:
@@ -317,6 +319,26 @@ def checkpoint_epochs(path: Path) -> int:
     return int(_read_checkpoint(Path(path))["epoch"])
 
 
+def sampling_restart_seed(seed: int, epoch: int) -> int:
+    """The seed a model's sampling stream restarts from after `epoch` epochs where its saved generator
+    state cannot be restored (one device's generator cannot take another's: a GPU's Philox state is not
+    a CPU's Mersenne twister)."""
+    return seed * 7919 + 2 + 1000 * epoch
+
+
+def restore_sampling(sample_gen: torch.Generator, saved: torch.Tensor, seed: int, epoch: int) -> int | None:
+    """Give `sample_gen` the saved state of a checkpoint trained for `epoch` epochs; where that state is
+    another kind of generator's (a checkpoint moved between a CPU and a GPU), restart the stream from
+    `sampling_restart_seed` instead and return that seed (else None). The continuation is then exact
+    from the restart on, but is not what the first device would have run."""
+    if saved.numel() == sample_gen.get_state().numel():
+        sample_gen.set_state(saved.to(sample_gen.get_state().device))
+        return None
+    restart = sampling_restart_seed(seed, epoch)
+    sample_gen.manual_seed(restart)
+    return restart
+
+
 def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: str, device: torch.device,
                   progress: bool) -> TrainResult:
     """`train`'s loop, run while the checkpoint's lock is held."""
@@ -338,7 +360,10 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
         baseline.load_state_dict(state["baseline"])
         optimiser.load_state_dict(state["optimiser"])
         data_gen.set_state(state["data_gen"])
-        sample_gen.set_state(state["sample_gen"].to(sample_gen.get_state().device))
+        restarted = restore_sampling(sample_gen, state["sample_gen"], config.seed, state["epoch"])
+        if restarted is not None:
+            print(f"{name}: the checkpoint's sampling state is another device's generator's; sampling restarted "
+                  f"from seed {restarted}", flush=True)
         eval_set = {k: v.to(device) for k, v in state["eval_set"].items()}
         start_epoch, rows = state["epoch"], state["log"]
         warmup_baseline = state.get("warmup_baseline")

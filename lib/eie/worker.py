@@ -121,8 +121,8 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     """One row per model of `preset` for `notebook`, from the epoch logs in results/<run>/checkpoints/:
     `done` epochs of `epochs`; `state` ("finished", "plateau" where the plateau rule stopped it,
     "in progress", "carried" (unfinished, its checkpoint only in results/<run>/carry/ or further there
-    than here: a worker resumes it from there), "not started", or "exported": no checkpoint here, but
-    its finished policy is in results/<run>/models/ and is what training reads,
+    than here: a worker resumes it from there), "not started", or "exported": no finished checkpoint here (none,
+    or one behind), but its finished policy is in results/<run>/models/ and is what training reads,
     `eie.training.finished_training`); the last held-out greedy cost; the median seconds of its last
     `recent` epochs; and `hours_left`, its remaining epochs at that pace (at most: the plateau rule
     may stop it earlier; for a model not started, the pace of the others)."""
@@ -135,13 +135,13 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     rows = []
     for name, config in _model_configs(params, notebook):
         log, carried = _epoch_log(folder, carry, name)
-        exported = None if len(log) or folder is None else finished_training(
+        epochs = params["epochs"]
+        stopped = _stopped(log, params)
+        exported = None if len(log) >= epochs or stopped or folder is None else finished_training(
             study.models_folder(params["run"]) / f"{name}.pt", config)
-        if exported is not None:  # trained elsewhere and exported: a worker reads it, trains nothing
-            log = exported.log
-        done, epochs = len(log), params["epochs"]
-        stopped = plateau_action(list(log.eval_cost), log.get("lr"), params["plateau_window"],
-                                 params["plateau_tolerance"], params["lr_drops"]) == "stop"
+        if exported is not None:  # trained elsewhere and exported (past any unfinished checkpoint here): a
+            log, carried, stopped = exported.log, False, _stopped(exported.log, params)  # worker reads it
+        done = len(log)
         state = ("exported" if exported is not None else "finished" if done >= epochs else "plateau" if stopped else
                  "carried" if carried else "in progress" if done else "not started")
         rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
@@ -151,6 +151,12 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     pace = status.s_per_epoch.fillna(status.s_per_epoch.median())
     training = status.state.isin(["in progress", "carried", "not started"])
     return status.assign(hours_left=((status.epochs - status.done) * pace / 3600).round(2).where(training, 0.0))
+
+
+def _stopped(log: pd.DataFrame, params: dict) -> bool:
+    """Whether the plateau rule stopped the training whose epoch log is `log`."""
+    return plateau_action(list(log.eval_cost) if len(log) else [], log.get("lr"), params["plateau_window"],
+                          params["plateau_tolerance"], params["lr_drops"]) == "stop"
 
 
 def _model_configs(params: dict, notebook: str) -> list[tuple[str, TrainConfig]]:

@@ -3,8 +3,10 @@
 # then pack what came of them under $OUT: the policies whose training ended (exported, as
 # `eie.worker --save-carry` exports them) and the checkpoints of those still training, the furthest
 # first, as many as the device tool brings back (8 files, 16 MiB each, 64 MiB in all).
-#   bash results/cpu_long_v2/gpu_train.sh SECONDS WORKERS [NOTEBOOK ...]   (default 03_train_tsp 08_rivals)
-# e.g. `gpu_train.sh 430 8` (the twenty-third session's TSP run), `gpu_train.sh 430 8 04_train_cvrp`.
+#   bash results/cpu_long_v2/gpu_train.sh SECONDS WORKERS [NOTEBOOK ...] [-- WORKER_OPTION ...]
+#   (notebooks by default 03_train_tsp 08_rivals; worker options, e.g. `--seeds 2`, go to each training worker)
+# e.g. `gpu_train.sh 430 8` (the twenty-third session's TSP run), `gpu_train.sh 430 8 04_train_cvrp`,
+# `gpu_train.sh 500 8 03_train_tsp 08_rivals 04_train_cvrp -- --seeds 2` (the twenty-fourth session's).
 # Several workers share the GPU (a model at N = 20 is launch-bound, so one process leaves it mostly
 # idle); with CUDA's multi-process service (MPS) their kernels run side by side, so it is started
 # where it can be, and without it half as many workers are started. Worker i takes the notebooks
@@ -17,8 +19,12 @@ export PYTHONPATH=lib PYTHONUNBUFFERED=1
 seconds=${1:-450}
 asked=${2:-10}
 shift $(( $# < 2 ? $# : 2 ))
-notebooks=("$@")
+notebooks=()
+while (( $# )) && [[ $1 != -- ]]; do notebooks+=("$1"); shift; done
+(( $# )) && shift
+worker_options=("$@")
 (( ${#notebooks[@]} )) || notebooks=(03_train_tsp 08_rivals)
+echo "notebooks: ${notebooks[*]}; worker options: ${worker_options[*]:-none}"
 out=${OUT:-/tmp/gpu_train}
 mkdir -p "$out"
 nvidia-smi -L
@@ -37,7 +43,7 @@ since=$(date +%s)
 count=${#notebooks[@]}
 for i in $(seq 0 $((workers - 1))); do
   order=("${notebooks[@]:$((i % count))}" "${notebooks[@]:0:$((i % count))}")
-  timeout "$seconds" python3 -m eie.worker presets/cpu_long_v2.yaml "${order[@]}" --threads 1 > "/tmp/gpu_w$i.log" 2>&1 &
+  timeout "$seconds" python3 -m eie.worker presets/cpu_long_v2.yaml "${order[@]}" "${worker_options[@]}" --threads 1 > "/tmp/gpu_w$i.log" 2>&1 &
   sleep 2
 done
 wait

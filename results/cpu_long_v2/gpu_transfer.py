@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
 from eie.files import load_tensors, save_atomic, write_csv_atomic  # noqa: E402
-from eie.training import checkpoint_log  # noqa: E402
+from eie.training import checkpoint_log, sampling_restart_seed  # noqa: E402
 
 RUN = Path(__file__).resolve().parent
 FILES, FILE_BYTES, TOTAL_BYTES, TAR_BYTES = 8, 16 * 2**20, 63 * 2**20, 15 * 2**20
@@ -91,7 +91,7 @@ def unpack(folder: Path) -> None:
             continue
         restarted = ""
         if payload["sample_gen"].numel() != torch.Generator().get_state().numel():  # a CUDA generator's state
-            restart = int(payload["config"]["seed"]) * 7919 + 2 + 1000 * int(payload["epoch"])
+            restart = sampling_restart_seed(int(payload["config"]["seed"]), int(payload["epoch"]))
             payload["sample_gen"] = torch.Generator().manual_seed(restart).get_state()
             restarted = f" (sampling restarted from {restart})"
         save_atomic(payload, target)
