@@ -295,7 +295,7 @@ print(probed.pivot_table(index=["method", "layer"], columns="n", values="measure
 instances = tsplib.load_tsplib(max_n=tsplib_max_n)
 tsplib_net, tsplib_table = study.ensure_scales(d, n_train, max(n_max, max(i.n for i in instances)), run=run)
 bound = study.bind_methods(study.method_keys(params), d, n_train, tsplib_net, tsplib_table)
-on_tsplib = tsplib.evaluate_tsplib(models, bound, instances, progress=progress)
+on_tsplib = tsplib.evaluate_tsplib(models, bound, instances, progress=progress, store=study.run_evaluation_store(run))
 on_tsplib.to_csv(out / "rivals_tsplib.csv", index=False, float_format="%.4f")
 print(f"{len(instances)} TSPLIB instances ({min(i.n for i in instances)}-{max(i.n for i in instances)} cities), "
       f"{len(on_tsplib)} tours: every tour passed the feasibility check.")

@@ -208,6 +208,28 @@ def test_tsplib_evaluation_checks_and_scores_every_tour():
     assert list(by_band.columns) == ["n <= 200", "all"] and per_instance.shape == (len(instances), 2)
 
 
+def test_tsplib_tours_kept_in_the_store_are_read_back_and_a_new_model_decodes_only_its_own(tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    models = {("inv_sqrt_d", 0): build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()}
+    instances = tsplib.load_tsplib(max_n=52)
+    bound = study.bind_methods(["inv_sqrt_d", "log_N"], 16, 10)
+    store = EvaluationStore(tmp_path / "evaluation")
+    first = tsplib.evaluate_tsplib(models, bound, instances, progress=False, store=store)
+    assert len(list((tmp_path / "evaluation").glob("*.pt"))) == 2 * len(instances)
+    decoded = []
+    real = tsplib.greedy_solutions
+    monkeypatch.setattr(tsplib, "greedy_solutions", lambda model, batch, method: decoded.append(method.key) or
+                        real(model, batch, method))
+    again = tsplib.evaluate_tsplib(models, bound, instances, progress=False, store=store)
+    assert decoded == [] and again.equals(first)  # every tour read back
+    models[("inv_sqrt_d", 1)] = build_model(TrainConfig(rule="inv_sqrt_d", n_train=10, seed=1)).eval()
+    with_seed1 = tsplib.evaluate_tsplib(models, bound, instances, progress=False, store=store)
+    assert len(decoded) == 2 * len(instances)  # only the new model's tours
+    assert with_seed1[with_seed1.seed == 0].reset_index(drop=True).equals(first)
+    fresh = tsplib.evaluate_tsplib(models, bound, instances, progress=False)  # without a store: the same tours
+    assert np.array_equal(fresh.length.to_numpy(), with_seed1.length.to_numpy())
+
+
 def test_tsplib_and_the_rescaling_sweep_run_each_model_on_its_own_seeds():
     torch.manual_seed(0)
     models = {(rule, seed): build_model(TrainConfig(rule=rule, n_train=10, seed=seed)).eval()

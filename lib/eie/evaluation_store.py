@@ -9,7 +9,8 @@ the test instances themselves and the device type; for the reference, the instan
 solver's options; for both, the source of the modules that compute that kind of piece
 (`SOURCES`, and of the piece's own problem, `PROBLEM_SOURCES`: an edit there makes those pieces
 miss, an edit elsewhere keeps them, an edit to bin packing's modules the routing problems' pieces) and of the
-function that builds the pieces (`eie.study.evaluate`). A rerun reads a piece back instead of
+function that builds the pieces (`eie.study.evaluate`). `eie.tsplib.evaluate_tsplib` keeps its tours'
+lengths the same way (kind "tsplib": one per instance, method and seed). A rerun reads a piece back instead of
 computing it; anything changed simply misses and is computed again.
 
 The pieces live in `results/<run>/checkpoints/evaluation/` (not committed, like the checkpoints). A
@@ -38,6 +39,8 @@ SOURCES = {
     "method": ("model.py", "attention.py", "position_attention.py", "pointer_network.py", "evaluation.py",
                "methods.py", "scaling.py", "eie_net.py", "problems"),
     "reference": ("solvers.py", "problems"),
+    "tsplib": ("model.py", "attention.py", "position_attention.py", "pointer_network.py", "evaluation.py",
+               "methods.py", "scaling.py", "eie_net.py", "problems", "tsplib.py"),
 }
 # The modules of problems/ that decode, check, score and solve each problem (besides base.py), so
 # that an edit to one problem keeps the others' pieces; a problem not listed depends on the folder.
@@ -100,9 +103,16 @@ def model_fingerprint(model: torch.nn.Module) -> str:
     return tensors_fingerprint(model.state_dict())
 
 
+def model_description(model: torch.nn.Module) -> dict:
+    """What of a trained model decides its decodings: its weights, attention sites, n mode and
+    encoder precision (`eie.study.evaluate` builds the same description inline)."""
+    return {"weights": model_fingerprint(model), "sites": list(model.attention.sites),
+            "n_mode": model.attention.n_mode, "precision": model.encoder_precision}
+
+
 class EvaluationStore:
     """Finished evaluation pieces in `folder`, looked up by a key of plain values (JSON); its
-    "kind" entry ("method" or "reference", the default) adds the source of that kind's modules
+    "kind" entry ("method", "tsplib" or "reference", the default) adds the source of that kind's modules
     (`SOURCES`) to the key. `folder` None keeps nothing (every lookup misses). A piece missing from
     `folder` is looked up in `carried` too (pieces committed from another machine, read only)."""
 

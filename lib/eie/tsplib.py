@@ -8,6 +8,7 @@ Euclidean length rounded to the nearest integer), so its gap to the published op
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import torch
 from tqdm import tqdm
 
 from .evaluation import greedy_solutions
+from .evaluation_store import EvaluationStore, function_fingerprint, model_description, rule_fingerprint
 from .paths import repo_root
 
 BANDS = ((200, "n <= 200"), (1000, "200 < n <= 1000"), (float("inf"), "n > 1000"))
@@ -91,11 +93,14 @@ def load_tsplib(names=None, max_n: int | None = None, folder=None) -> list[TSPLI
 
 
 @torch.no_grad()
-def evaluate_tsplib(models: dict, methods, instances, device=None, progress: bool = True) -> pd.DataFrame:
+def evaluate_tsplib(models: dict, methods, instances, device=None, progress: bool = True,
+                    store: EvaluationStore | None = None) -> pd.DataFrame:
     """Every method (bound, `eie.methods.BoundMethod`) on every seed of its model, on every instance,
     greedy. models: {(trained method key, seed): model} (keys may have different seeds); device:
-    where to decode (None: where the models are). Returns one row per (instance, method, seed): name,
-    n, band, method, seed, length (EUC_2D, original units), best_known, gap_pct."""
+    where to decode (None: where the models are). With a `store` (`eie.evaluation_store`, kind
+    "tsplib") each tour's length is kept as it is found, and a rerun reads it back: an interrupted
+    evaluation resumes, and adding a model decodes only its tours. Returns one row per (instance,
+    method, seed): name, n, band, method, seed, length (EUC_2D, original units), best_known, gap_pct."""
     seeds = sorted({seed for _, seed in models})
     missing = [method.key for method in methods if not any((method.model_key, seed) in models for seed in seeds)]
     if missing:
@@ -106,13 +111,26 @@ def evaluate_tsplib(models: dict, methods, instances, device=None, progress: boo
         runs.sort(key=lambda run: position[id(run[1])])
     if device is None:
         device = next(next(iter(models.values())).parameters()).device
+    device = torch.device(device)
+    store = store or EvaluationStore(None)
+    described = {key: model_description(model) for key, model in models.items()}
+    code = function_fingerprint(evaluate_tsplib)
     rows = []
     bar = tqdm(total=len(instances) * len(runs), desc="TSPLIB", disable=not progress, mininterval=1.0)
     for instance in instances:
         batch = instance.for_model(device)
+        coords = hashlib.sha256(np.ascontiguousarray(instance.coords, dtype=np.float64).tobytes()).hexdigest()[:16]
         for seed, method in runs:
-            solution = greedy_solutions(models[(method.model_key, seed)].to(device), batch, method)
-            length = euc_2d_length(instance.coords, solution[0].cpu().numpy())
+            model_key = (method.model_key, seed)
+
+            def tour_length(model=models[model_key], method=method):
+                solution = greedy_solutions(model.to(device), batch, method)
+                return np.array([euc_2d_length(instance.coords, solution[0].cpu().numpy())])
+
+            key = {"kind": "tsplib", "problem": "tsp", "instance": instance.name, "coords": coords, "code": code,
+                   "method": method.key, "model": described[model_key], "N": method.N,
+                   "lambdas": rule_fingerprint(method.rule, instance.n), "device": device.type}
+            length = float(store.get_or_compute(key, tour_length)[0])
             rows.append({"name": instance.name, "n": instance.n, "band": instance.band, "method": method.key,
                          "seed": seed, "length": length, "best_known": instance.best_known,
                          "gap_pct": 100 * (length / instance.best_known - 1)})
