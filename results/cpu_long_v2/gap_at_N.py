@@ -12,7 +12,7 @@ model's objective against the reference's on the same instances. Reads the check
 (whatever epoch they hold; the `epochs` column says which, and `policy_epoch` the epoch of the policy
 evaluated: the last one, or in a finished run the rollout baseline's it keeps, `TrainConfig.final_policy`),
 and the finished policies exported to
-results/cpu_long_v2/models/ where this machine has no checkpoint; writes
+results/cpu_long_v2/models/ where this machine has no checkpoint or one trained less far; writes
 results/cpu_long_v2/gap_at_N.csv (TSP), gap_at_N_cvrp.csv and gap_at_N_bpp.csv.
 Run from the repository root (about 5 s per TSP model, one thread; CVRP: about a minute per capacity
 for HGS, then seconds per model):
@@ -37,8 +37,14 @@ RUN = Path("results/cpu_long_v2")
 
 
 def trained_models(pattern: str) -> list[Path]:
-    """The models named like `pattern`, a checkpoint here before an export of the same model."""
-    found = {path.name: path for folder in ("models", "checkpoints") for path in (RUN / folder).glob(pattern)}
+    """The models named like `pattern`: of a checkpoint here and an export of the same model, the one
+    trained further (the checkpoint where they are level; an export from another machine, a lent GPU,
+    where this machine's checkpoint is an unfinished start of the same model)."""
+    found = {}
+    for folder in ("models", "checkpoints"):
+        for path in (RUN / folder).glob(pattern):
+            if path.name not in found or checkpoint_epochs(path) >= checkpoint_epochs(found[path.name]):
+                found[path.name] = path
     return [found[name] for name in sorted(found)]
 
 
