@@ -35,13 +35,9 @@ PIECE_FORMAT = "eie-evaluation-piece/2"
 _PACKAGE = Path(__file__).resolve().parent
 # The modules whose source each kind of piece depends on (files and folders of the package);
 # "problems" stands for the modules of the piece's own problem (`PROBLEM_SOURCES`).
-SOURCES = {
-    "method": ("model.py", "attention.py", "position_attention.py", "pointer_network.py", "evaluation.py",
-               "methods.py", "scaling.py", "eie_net.py", "problems"),
-    "reference": ("solvers.py", "problems"),
-    "tsplib": ("model.py", "attention.py", "position_attention.py", "pointer_network.py", "evaluation.py",
-               "methods.py", "scaling.py", "eie_net.py", "problems", "tsplib.py"),
-}
+_DECODING = ("model.py", "attention.py", "position_attention.py", "pointer_network.py", "evaluation.py",
+             "methods.py", "scaling.py", "eie_net.py", "problems")
+SOURCES = {"method": _DECODING, "reference": ("solvers.py", "problems"), "tsplib": (*_DECODING, "tsplib.py")}
 # The modules of problems/ that decode, check, score and solve each problem (besides base.py), so
 # that an edit to one problem keeps the others' pieces; a problem not listed depends on the folder.
 PROBLEM_SOURCES = {
