@@ -35,7 +35,8 @@
 # 4. **Theorem 1** (the CO-Transformer is permutation equivariant) checked on the trained models.
 #
 # Writes `results/<run>/appendix_js_divergence.csv`, `appendix_entropy.csv`,
-# `appendix_permutation.csv` and `figures/07_*_<run>.png`.
+# `appendix_permutation.csv` and `figures/07_*_<run>.png` (for a seed other than 0, each name ends in
+# `_seed<seed>`, so that probing another seed keeps seed 0's files).
 
 # %% tags=["parameters"]
 run = "cpu_long"  # results/<run>/models/ holds the trained TSP policies (notebook 03 exports them)
@@ -64,6 +65,7 @@ globals().update(check_parameters("07_appendix", globals()))  # every parameter 
 apply_style()
 torch.set_grad_enabled(False)  # probes only (fitting an EIE net below, if needed, turns gradients on itself)
 out = results_dir(run, create=False)
+suffix = "" if seed == 0 else f"_seed{seed}"  # seed 0's files keep their plain names
 d = 16
 lengths = extrapolation_lengths(n_train, n_max)
 methods = rules + ["eie", "exact", "log_N"]
@@ -92,7 +94,7 @@ for layer, x in enumerate(probe.inputs):
     rows += [{"layer": layer + 1, "element": j, "js": raw[j], "js_standardised": shape[j], "mean": values[:, j].mean(),
               "std": values[:, j].std(), "floor": floor} for j in range(values.shape[1])]
 js = pd.DataFrame(rows)
-js.to_csv(out / "appendix_js_divergence.csv", index=False, float_format="%.6g")
+js.to_csv(out / f"appendix_js_divergence{suffix}.csv", index=False, float_format="%.6g")
 print(f"Floor (a N(0,1) sample of {values.shape[0]} values): {floor:.4f} nats")
 print("Per layer, over the 128 elements:")
 summary = js.groupby("layer").agg(js_median=("js", "median"), js_max=("js", "max"),
@@ -109,7 +111,7 @@ for ax, column, title in zip(axes, ["js", "js_standardised"], ["as is", "each el
     ax.set(yscale="log", xlabel="element of $X$", title=f"JS divergence to N(0, 1), {title}")
 axes[0].set_ylabel("nats")
 axes[0].legend(fontsize=8)
-save_figure(fig, "07_figure6_js_divergence", run=run)
+save_figure(fig, f"07_figure6_js_divergence{suffix}", run=run)
 plt.show()
 
 # %% [markdown] tags=[]
@@ -123,7 +125,7 @@ plt.show()
 
 # %% tags=[]
 entropy = probes.measured_entropy(models, [bound[m] for m in methods], n_train, n_max, instances, test_seed)
-entropy.to_csv(out / "appendix_entropy.csv", index=False, float_format="%.6g")
+entropy.to_csv(out / f"appendix_entropy{suffix}.csv", index=False, float_format="%.6g")
 print("Measured mean row entropy (nats) by layer; Eq. 6 for the same lambda(n) in the last block:")
 pivot = entropy.pivot_table(index=["layer", "method"], columns="n", values="measured", sort=False)
 print(pivot.rename(index=label, level=1).round(2).to_string())
@@ -157,7 +159,7 @@ for layer in (1, 2, 3):
 axes[0, 0].legend(fontsize=6, ncol=2)
 axes[1, 0].legend(fontsize=6)
 fig.tight_layout()
-save_figure(fig, "07_entropy_measured_vs_gaussian", run=run)
+save_figure(fig, f"07_entropy_measured_vs_gaussian{suffix}", run=run)
 plt.show()
 
 # %% [markdown] tags=[]
@@ -195,7 +197,7 @@ for rule, model in models.items():
         check = probes.permutation_check(model, fixed_test_set(problem, n, permutation_instances, test_seed), seed=n)
         rows.append({"model": rule, "n": n, **check})
 permutation = pd.DataFrame(rows)
-permutation.to_csv(out / "appendix_permutation.csv", index=False, float_format="%.3g")
+permutation.to_csv(out / f"appendix_permutation{suffix}.csv", index=False, float_format="%.3g")
 worst = permutation[["encoder", "first_step_log_p", "greedy_cost"]].max()
 for name, value in worst.items():
     print(f"{name:17s} largest |f(pi X) - pi f(X)| below 1e-4: {bool(value < 1e-4)}")
