@@ -13,8 +13,11 @@ of seed 0, otherwise lambda_sweep_<problem>_seed<seed>.csv and cpu_paper_lambda_
 `--notebook` (the notebook whose models it is), e.g. the well-trained TSP20 model of cpu_long_v2:
   .venv/bin/python results/cpu_paper/lambda_sweep.py --preset presets/cpu_long_v2.yaml --notebook 08_rivals \
       --instances 512 --lengths 80 160 320 --factors 0.75 1 1.25 1.5 1.75 2 2.5 3 4
-which writes results/cpu_long_v2/lambda_sweep.csv and figures/cpu_long_v2_lambda_sweep.png (the CVRP
-models' names here carry cpu_paper's capacity tag, _C10).
+which writes results/cpu_long_v2/lambda_sweep.csv and figures/cpu_long_v2_lambda_sweep.png. CVRP models
+are named by their capacity (`--capacity`, default 10, cpu_paper's); the well-trained C_v = 2 model of seed 1:
+  .venv/bin/python results/cpu_paper/lambda_sweep.py --problem cvrp --capacity 2 --seed 1 \
+      --preset presets/cpu_long_v2.yaml --instances 512 --lengths 80 160 320 --factors 0.75 1 1.25 1.5 1.75 2 2.5 3 4
+(files lambda_sweep_cvrp_C2_seed1.csv and cpu_long_v2_lambda_sweep_cvrp_C2_seed1.png; C_v = 10 keeps the names without _C10).
 """
 
 import argparse
@@ -32,13 +35,14 @@ from eie.methods import label
 from eie.scaling import ScalingRule
 
 NOTEBOOKS = {"tsp": "03_train_tsp", "cvrp": "04_train_cvrp"}
-TAGS = {"tsp": "", "cvrp": "_C10"}  # the capacity of the CVRP models of presets/cpu_paper.yaml
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--problem", choices=sorted(NOTEBOOKS), default="tsp")
 parser.add_argument("--preset", default="presets/cpu_paper.yaml", help="the run whose exported models are swept")
 parser.add_argument("--notebook", default=None, help="the preset's notebook that trained the model "
                     "(default: 03_train_tsp or 04_train_cvrp)")
+parser.add_argument("--capacity", type=int, default=10, help="CVRP: the vehicle capacity of the model "
+                    "(its name's tag _C<capacity>; default 10, the capacity of presets/cpu_paper.yaml)")
 parser.add_argument("--seed", type=int, default=0, help="which exported 1/sqrt(d) model (results/<run>/models/)")
 parser.add_argument("--instances", type=int, default=256)
 parser.add_argument("--lengths", type=int, nargs="+", default=None, help="test lengths (default: 4N and 8N)")
@@ -49,11 +53,13 @@ PRESET = worker.preset_parameters(args.preset, args.notebook or NOTEBOOKS[args.p
 RUN = PRESET["run"]
 args.lengths = args.lengths or [4 * PRESET["n_train"], 8 * PRESET["n_train"]]
 N, N_MAX = PRESET["n_train"], PRESET["n_max"]  # the EIE net and the lambda* table are fitted to [N, N_MAX]
-MODEL = study.model_name(args.problem, "inv_sqrt_d", N, args.seed, tag=TAGS[args.problem])
+TAG = f"_C{args.capacity}" if args.problem == "cvrp" else ""
+MODEL = study.model_name(args.problem, "inv_sqrt_d", N, args.seed, tag=TAG)
 if args.instances < 2 or any(not N < n <= N_MAX for n in args.lengths) or any(f <= 0 for f in args.factors):
     parser.error(f"need --instances >= 2, every length in ({N}, {N_MAX}] and every factor > 0")
 
-SUFFIX = "" if (args.problem, args.seed) == ("tsp", 0) else f"_{args.problem}_seed{args.seed}"
+SUFFIX = ("" if (args.problem, args.seed) == ("tsp", 0) else
+          f"_{args.problem}{'' if TAG == '_C10' else TAG}_seed{args.seed}")  # C_v = 10: the names from before --capacity
 CSV = f"results/{RUN}/lambda_sweep{SUFFIX}.csv"
 COST = {"tsp": "tour length", "cvrp": "total distance"}[args.problem]
 COLUMN = COST.replace(" ", "_")  # the csv's column of mean costs
@@ -116,7 +122,7 @@ for ax, (n, part) in zip(axes[0], frame.groupby("n")):
         ax.plot(row.factor, row.vs_inv_sqrt_d_pct, "D", markersize=8, label=f"{label(key)} (f = {row.factor:.2f})",
                 color=plotting.rule_kwargs(key).get("color"))
     ax.axhline(0, color="0.6", lw=0.8)
-    ax.set(title=f"n = {n} ({args.problem.upper()}, seed {args.seed}, trained at N = {N})",
+    ax.set(title=f"n = {n} ({args.problem.upper()}{TAG.replace('_', ' ')}, seed {args.seed}, trained at N = {N})",
            xlabel="f: lambda = f / sqrt(d) at every site", ylabel=f"{COST} vs 1/sqrt(d) (%)")
     ax.legend(fontsize=8)
 print(plotting.save_figure(fig, f"{RUN}_lambda_sweep{SUFFIX}"))
