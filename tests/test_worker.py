@@ -80,6 +80,21 @@ def test_seeds_restricts_a_worker_to_some_of_the_presets_seeds(tmp_path, monkeyp
         worker.run_worker(preset, "03_train_tsp", seeds=[5])
 
 
+def test_rules_restricts_a_worker_to_some_of_the_presets_rules(tmp_path, monkeypatch, capsys):
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, seeds=[0, 1])
+    preset.write_text(yaml.safe_dump({**yaml.safe_load(preset.read_text()), "rules": ["inv_sqrt_d", "ln_d"]}))
+    worker.main([str(preset), "03_train_tsp", "--rules", "ln_d", "--seeds", "1"])
+    assert [path.name for path in (tmp_path / "tiny" / "checkpoints").glob("*.pt")] == ["tsp_ln_d_n6_seed1.pt"]
+    # a rule the preset does not train: refused before anything trains, naming the preset's rules
+    with pytest.raises(SystemExit):
+        worker.main([str(preset), "03_train_tsp", "--rules", "ln_sqrt_d"])
+    assert "the preset trains rules ['inv_sqrt_d', 'ln_d'], not ['ln_sqrt_d']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # status and carrying cover every rule
+        worker.main([str(preset), "03_train_tsp", "--save-carry", "--rules", "ln_d"])
+    with pytest.raises(ValueError, match="not \\['rope'\\]"):
+        worker.run_worker(preset, "03_train_tsp", rules=["rope"])
+
+
 def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
     preset = tmp_path / "tiny.yaml"

@@ -6,6 +6,7 @@
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --references (the reference solver only)
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --save-carry (checkpoints to commit)
     python -m eie.worker presets/NAME.yaml 08_rivals 04_train_cvrp --seeds 0 (seed 0 of each first)
+    python -m eie.worker presets/NAME.yaml 05_train_bpp --rules inv_sqrt_d   (one rule's models first)
 
 A worker reads the notebook's own defaults (its `parameters` cell), applies the preset file (and
 its `per_notebook` entry) exactly as `papermill -f presets/NAME.yaml` does, checks them with the
@@ -82,15 +83,16 @@ def preset_parameters(preset, notebook: str) -> dict:
     return check_parameters(notebook, {**notebook_defaults(notebook), **values})
 
 
-def run_worker(preset, notebook: str, poll_seconds: float = 30.0, seeds=None) -> None:
+def run_worker(preset, notebook: str, poll_seconds: float = 30.0, seeds=None, rules=None) -> None:
     """Train every model of `preset` for `notebook` that no other process is training (only those of
-    `seeds`, if given: a subset of the preset's seeds, e.g. seed 0 of every problem before the
+    `seeds` and `rules`, if given: subsets of the preset's, e.g. seed 0 of every problem before the
     others); wait for those that are and return when all are finished."""
     params = preset_parameters(preset, notebook)
     check_seeds(params, notebook, seeds)
+    check_rules(params, notebook, rules)
     jobs = [(setup, rule, seed) for setup in study.training_setups(notebook, params)
             for rule, seed in study.model_pairs(params["rules"], study.seeds_by_rule(params))
-            if seeds is None or seed in seeds]
+            if (seeds is None or seed in seeds) and (rules is None or rule in rules)]
     pending = list(jobs)
     while pending:
         busy = []
@@ -115,6 +117,15 @@ def check_seeds(params: dict, notebook: str, seeds) -> None:
     unknown = sorted(set(seeds or []) - set(known))
     if unknown:
         raise ValueError(f"{notebook}: the preset trains seeds {known}, not {unknown}; give --seeds among those")
+
+
+def check_rules(params: dict, notebook: str, rules) -> None:
+    """Raise ValueError, naming the preset's trained rules, if `rules` (None: all) holds one the
+    preset does not train for `notebook`."""
+    unknown = [rule for rule in rules or [] if rule not in params["rules"]]
+    if unknown:
+        raise ValueError(f"{notebook}: the preset trains rules {list(params['rules'])}, not {unknown}; "
+                         f"give --rules among those")
 
 
 def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
@@ -310,11 +321,16 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=None,
                         help="train only these of the preset's seeds, in the preset's order (e.g. --seeds 0: seed 0 "
                              "of each notebook before the others); training only")
+    parser.add_argument("--rules", nargs="+", default=None,
+                        help="train only these of the preset's trained rules (e.g. --rules inv_sqrt_d: the 1/sqrt(d) "
+                             "models before the others); training only")
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, not {args.threads}")
     if args.seeds is not None and (args.save_carry or args.status or args.references):
         parser.error("--seeds picks the models to train; --status, --save-carry and --references cover every seed")
+    if args.rules is not None and (args.save_carry or args.status or args.references):
+        parser.error("--rules picks the models to train; --status, --save-carry and --references cover every rule")
     if args.save_carry:
         for notebook in args.notebooks:
             saved = save_carry(args.preset, notebook)
@@ -331,6 +347,7 @@ def main(argv=None) -> None:
         params = preset_parameters(args.preset, notebook)
         try:
             check_seeds(params, notebook, args.seeds)
+            check_rules(params, notebook, args.rules)
         except ValueError as error:
             parser.error(str(error))
     use_threads(args.threads)
@@ -343,7 +360,7 @@ def main(argv=None) -> None:
                          for n, values in by_n.items()]
                 print(f"{notebook} {setting}: reference mean objective " + ", ".join(means), flush=True)
         else:
-            run_worker(args.preset, notebook, seeds=args.seeds)
+            run_worker(args.preset, notebook, seeds=args.seeds, rules=args.rules)
     return None
 
 
