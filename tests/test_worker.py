@@ -57,6 +57,32 @@ def test_a_busy_model_is_left_to_its_worker(tmp_path, monkeypatch, capsys):
     assert "held by another worker" in capsys.readouterr().out
 
 
+def test_a_worker_goes_on_to_its_next_notebook_while_another_holds_the_last_model_of_this_one(
+        tmp_path, monkeypatch, capsys):
+    """Two notebooks, the only model of the first held by another worker: the second notebook's model
+    is trained before the worker first waits (it does not idle while a model is free)."""
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, per_notebook={"08_rivals": {"rules": ["inv_sqrt_d", "ssmax"],
+                                                                                "training_free": []}})
+    checkpoints = tmp_path / "tiny" / "checkpoints"
+    held, free = checkpoints / "tsp_inv_sqrt_d_n6_seed0.pt", checkpoints / "tsp_ssmax_n6_seed0.pt"
+    seen_at_first_wait = []
+
+    def release_after_first_wait(seconds):
+        seen_at_first_wait.append(free.is_file())
+        lock.__exit__(None, None, None)  # the other worker finishes
+
+    checkpoints.mkdir(parents=True)
+    lock = exclusive(held, "trained")
+    lock.__enter__()
+    monkeypatch.setattr(worker.time, "sleep", release_after_first_wait)
+    monkeypatch.setattr(worker, "use_threads", lambda count: None)  # this test process keeps its threads
+    worker.main([str(preset), "03_train_tsp", "08_rivals"])
+    assert seen_at_first_wait == [True]  # one wait, after the free model of the next notebook was trained
+    assert held.is_file() and free.is_file()
+    out = capsys.readouterr().out
+    assert out.index("held by another worker") < out.index("training 08_rivals ssmax seed 0")
+
+
 def test_seeds_restricts_a_worker_to_some_of_the_presets_seeds(tmp_path, monkeypatch, capsys):
     preset = tiny_tsp_preset(tmp_path, monkeypatch, seeds=[0, 1, 2])
     worker.main([str(preset), "03_train_tsp", "--seeds", "2", "0"])
@@ -422,6 +448,11 @@ def test_a_model_finished_elsewhere_is_not_trained_on_from_an_unfinished_checkpo
     assert training.checkpoint_epochs(checkpoints / f"{name}.pt") == 1  # not trained on
     read, _ = study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
     assert all(torch.equal(read[("inv_sqrt_d", 0)].state_dict()[key], value) for key, value in finished.items())
+    # the notebook's export step keeps the finished export, not this machine's older checkpoint
+    assert study.export_policies([name], run="tiny") == [exported]
+    assert training.checkpoint_epochs(exported) == 2
+    assert all(torch.equal(torch.load(exported, weights_only=True)["model"][key], value)
+               for key, value in finished.items())
 
 
 def test_a_worker_limits_the_bin_packing_kernel_to_its_threads_as_well_as_torch():

@@ -27,7 +27,8 @@ from .methods import BoundMethod
 from .problems import problem_trained_by, training_notebooks
 from .paths import eie_net_path, exact_table_path, results_dir
 from .model import ModelConfig
-from .training import TrainConfig, build_model, export_policy, kept_policy, load_trained, resolve_device, train
+from .training import (TrainConfig, build_model, checkpoint_epochs, export_policy, kept_policy, load_trained,
+                       resolve_device, train)
 
 RESULT_COLUMNS = ["problem", "setting", "method", "seed", "n", "objective", "gap_pct"]
 
@@ -303,13 +304,16 @@ def model_name(problem: str, rule: str, n_train: int, seed: int, tag: str = "") 
 
 def export_policies(names, run: str = "default") -> list:
     """Copy the trained policies `names` (see `model_name`) from results/<run>/checkpoints/ to
-    results/<run>/models/: weights, configuration and epoch log, what notebook 07 reads (a policy
-    with no checkpoint here, read from there by `train_models`, is left as it is)."""
+    results/<run>/models/: weights, configuration and epoch log, what notebook 07 reads. A policy
+    with no checkpoint here, read from there by `train_models`, is left as it is, and so is one
+    trained further than the checkpoint here (finished on another machine, say a lent GPU, while
+    this one kept an older, unfinished checkpoint of the same model)."""
     exported = []
     for name in names:
         checkpoint, path = results_dir(run) / "checkpoints" / f"{name}.pt", models_folder(run) / f"{name}.pt"
-        if not checkpoint.is_file() and path.is_file():  # the model came from there (`train_models`)
-            exported.append(path)
+        if path.is_file() and (not checkpoint.is_file()
+                               or checkpoint_epochs(path) > checkpoint_epochs(checkpoint)):
+            exported.append(path)  # the model came from there (`train_models`), or got further there
             continue
         exported.append(export_policy(checkpoint, path))
     return exported

@@ -1,7 +1,7 @@
 """Train the models of a preset in background processes, the way its notebook would.
 
     python -m eie.worker presets/NAME.yaml 03_train_tsp [--threads 1]
-    python -m eie.worker presets/NAME.yaml 03_train_tsp 04_train_cvrp   (one after the other)
+    python -m eie.worker presets/NAME.yaml 03_train_tsp 04_train_cvrp   (in this order; those held elsewhere last)
     python -m eie.worker presets/NAME.yaml 03_train_tsp --status     (where its training stands)
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --references (the reference solver only)
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --save-carry (checkpoints to commit)
@@ -83,20 +83,25 @@ def preset_parameters(preset, notebook: str) -> dict:
     return check_parameters(notebook, {**notebook_defaults(notebook), **values})
 
 
-def run_worker(preset, notebook: str, poll_seconds: float = 30.0, seeds=None, rules=None) -> None:
-    """Train every model of `preset` for `notebook` that no other process is training (only those of
-    `seeds` and `rules`, if given: subsets of the preset's, e.g. seed 0 of every problem before the
-    others); wait for those that are and return when all are finished."""
-    params = preset_parameters(preset, notebook)
-    check_seeds(params, notebook, seeds)
-    check_rules(params, notebook, rules)
-    jobs = [(setup, rule, seed) for setup in study.training_setups(notebook, params)
-            for rule, seed in study.model_pairs(params["rules"], study.seeds_by_rule(params))
-            if (seeds is None or seed in seeds) and (rules is None or rule in rules)]
+def run_worker(preset, notebooks, poll_seconds: float = 30.0, seeds=None, rules=None) -> None:
+    """Train every model of `preset` for `notebooks` (one notebook or several, in their order) that no
+    other process is training (only those of `seeds` and `rules`, if given: subsets of the preset's,
+    e.g. seed 0 of every problem before the others); wait for those that are and return when all are
+    finished. A model another worker holds is left for later, and this worker goes on with the rest,
+    of this notebook and the next ones, before it waits: it never idles while any model is free."""
+    notebooks = [notebooks] if isinstance(notebooks, str) else list(notebooks)
+    jobs = []
+    for notebook in notebooks:
+        params = preset_parameters(preset, notebook)
+        check_seeds(params, notebook, seeds)
+        check_rules(params, notebook, rules)
+        jobs += [(notebook, params, setup, rule, seed) for setup in study.training_setups(notebook, params)
+                 for rule, seed in study.model_pairs(params["rules"], study.seeds_by_rule(params))
+                 if (seeds is None or seed in seeds) and (rules is None or rule in rules)]
     pending = list(jobs)
     while pending:
         busy = []
-        for setup, rule, seed in pending:
+        for notebook, params, setup, rule, seed in pending:
             print(f"training {setup['setting'] or notebook} {rule} seed {seed}", flush=True)
             try:
                 study.train_models([rule], [seed], run=params["run"], device=params["device"], progress=False,
@@ -104,7 +109,7 @@ def run_worker(preset, notebook: str, poll_seconds: float = 30.0, seeds=None, ru
                 print(f"done {setup['setting'] or notebook} {rule} seed {seed}", flush=True)
             except FileBusy:
                 print("  held by another worker; later", flush=True)
-                busy.append((setup, rule, seed))
+                busy.append((notebook, params, setup, rule, seed))
         pending = busy
         if pending:
             time.sleep(poll_seconds)  # another worker is training these; finish only when they are
@@ -351,16 +356,16 @@ def main(argv=None) -> None:
         except ValueError as error:
             parser.error(str(error))
     use_threads(args.threads)
+    if not args.references:
+        run_worker(args.preset, args.notebooks, seeds=args.seeds, rules=args.rules)
+        return None
     for notebook in args.notebooks:
-        if args.references:
-            params = preset_parameters(args.preset, notebook)
-            references = study.compute_references(notebook, {**params, "progress": True})
-            for setting, by_n in references.items():
-                means = [f"n = {n}: {values.mean():.2f} ({len(values)} instances)" if len(values) else f"n = {n}: none"
-                         for n, values in by_n.items()]
-                print(f"{notebook} {setting}: reference mean objective " + ", ".join(means), flush=True)
-        else:
-            run_worker(args.preset, notebook, seeds=args.seeds, rules=args.rules)
+        params = preset_parameters(args.preset, notebook)
+        references = study.compute_references(notebook, {**params, "progress": True})
+        for setting, by_n in references.items():
+            means = [f"n = {n}: {values.mean():.2f} ({len(values)} instances)" if len(values) else f"n = {n}: none"
+                     for n, values in by_n.items()]
+            print(f"{notebook} {setting}: reference mean objective " + ", ".join(means), flush=True)
     return None
 
 
