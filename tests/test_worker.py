@@ -253,9 +253,12 @@ def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(t
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False,
                        **{**setup["config"], "epochs": 2})  # seed 0 interrupted after 2 of 3 epochs
     worker.main([str(preset), "03_train_tsp", "--save-carry"])
-    assert "tsp_inv_sqrt_d_n6_seed0 (in progress, 2 epochs): checkpoint carried" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "tsp_inv_sqrt_d_n6_seed0 (in progress, 2 epochs): checkpoint carried" in out
     carry = tmp_path / "tiny" / "carry"
     assert sorted(p.name for p in carry.iterdir()) == ["tsp_inv_sqrt_d_n6_seed0.pt", "tsp_inv_sqrt_d_n6_seed0_log.csv"]
+    carried_bytes = [path.stat().st_size for path in carry.iterdir()]
+    assert f"this carry wrote {worker.carry_size(carried_bytes)} to commit" in out and sum(carried_bytes) > 10_000
     checkpoints = tmp_path / "tiny" / "checkpoints"
     checkpoints.rename(tmp_path / "this_machine")  # the next machine has only what was committed
     worker.main([str(preset), "03_train_tsp", "--save-carry"])  # nothing here yet: the carried copy is kept

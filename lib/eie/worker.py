@@ -207,7 +207,7 @@ def _read_epoch_log(path: Path) -> pd.DataFrame:
         return checkpoint_log(checkpoint) if checkpoint.is_file() else pd.DataFrame(columns=["eval_cost", "seconds"])
 
 
-def save_carry(preset, notebook: str) -> list[str]:
+def save_carry(preset, notebook: str, written: list | None = None) -> list[str]:
     """Make this machine's training of `preset` for `notebook` resumable from the repository alone.
 
     - A model in training here: its checkpoint and epoch log are copied into results/<run>/carry/
@@ -224,7 +224,9 @@ def save_carry(preset, notebook: str) -> list[str]:
     - The run's finished evaluation pieces (reference solutions, methods' objectives; small) are
       copied to carry/evaluation/, and the carried pieces no lookup reads any more (the code that
       computes them has changed since: `EvaluationStore.stale_pieces`) are deleted.
-    Returns one line per model whose files changed."""
+    Returns one line per model whose files changed; the size in bytes of every file written is
+    appended to `written`, if given (what the carry adds to the commits: `main` prints the sum)."""
+    written = [] if written is None else written
     params = preset_parameters(preset, notebook)
     status = training_status(preset, notebook)
     checkpoints, carry = study.results_dir(params["run"]) / "checkpoints", study.carry_folder(params["run"])
@@ -232,6 +234,7 @@ def save_carry(preset, notebook: str) -> list[str]:
     for piece in sorted((checkpoints / "evaluation").glob("*.pt")):
         if not (carry / "evaluation" / piece.name).is_file():
             copy_atomic(piece, carry / "evaluation" / piece.name)
+            written.append(piece.stat().st_size)
     for piece in EvaluationStore(carry / "evaluation").stale_pieces():
         piece.unlink()  # an edit to the code that computes it made it miss: nothing reads it any more
     exportable = not _ignored_by_git(models / "policy.pt")
@@ -246,6 +249,7 @@ def save_carry(preset, notebook: str) -> list[str]:
             if finished_training(exported, config) is None:
                 replaced = " (replacing one that was not this model's end)" if exported.is_file() else ""
                 export_policy(local, exported)
+                written.append(exported.stat().st_size)
                 saved.append(f"{name} ({row.state}, {row.done} epochs): policy exported to models/{replaced}")
             if finished_training(exported, config) is not None:
                 removed = [path for path in (carry / f"{name}.pt", carry / f"{name}_log.csv") if path.is_file()]
@@ -258,8 +262,14 @@ def save_carry(preset, notebook: str) -> list[str]:
             copy_atomic(local, carry / f"{name}.pt")
             # the log the copied checkpoint holds: the CSV here may already have the next epoch's row
             write_csv_atomic(checkpoint_log(carry / f"{name}.pt"), carry / f"{name}_log.csv")
+            written += [(carry / f"{name}.pt").stat().st_size, (carry / f"{name}_log.csv").stat().st_size]
             saved.append(f"{name} ({row.state}, {row.done} epochs): checkpoint carried")
     return saved
+
+
+def carry_size(sizes) -> str:
+    """The summed `sizes` (bytes) in MiB, as `--save-carry` reports what it wrote."""
+    return f"{sum(sizes) / 2**20:.2f} MiB"
 
 
 def _ignored_by_git(path: Path) -> bool:
@@ -337,10 +347,13 @@ def main(argv=None) -> None:
     if args.rules is not None and (args.save_carry or args.status or args.references):
         parser.error("--rules picks the models to train; --status, --save-carry and --references cover every rule")
     if args.save_carry:
+        written = []
         for notebook in args.notebooks:
-            saved = save_carry(args.preset, notebook)
+            saved = save_carry(args.preset, notebook, written)
             nothing = "nothing to save (every model trained or in training here is carried or exported already)"
             print(f"{notebook}: " + ("; ".join(saved) if saved else nothing))
+        print(f"this carry wrote {carry_size(written)} to commit; a session may submit at most 256 MiB of diffs, "
+              "every file it adds or changes counted whole each time: carry a checkpoint at most twice a session")
         return None
     if args.status:
         for notebook in args.notebooks:
