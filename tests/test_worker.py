@@ -142,6 +142,8 @@ def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
     pace = status.s_per_epoch[0]
     assert pace > 0 and status.hours_left[0] == round(pace / 3600, 2)
     assert status.hours_left[1] == round(3 * pace / 3600, 2)  # not started: at the others' pace
+    logged = pd.read_csv(tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0_log.csv").seconds
+    assert len(logged) == 2 and list(status.hours_spent) == [pytest.approx(logged.sum() / 3600), 0.0]
     # on a new machine the unfinished model is where the carried copy left it, not "not started"
     worker.main([str(preset), "03_train_tsp", "--save-carry"])
     checkpoints = tmp_path / "tiny" / "checkpoints"
@@ -153,7 +155,9 @@ def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
     worker.run_worker(preset, "03_train_tsp")
     assert list(worker.training_status(preset, "03_train_tsp").state) == ["finished", "finished"]
     worker.main([str(preset), "03_train_tsp", "--status"])
-    assert "2 of 2 models trained; at most 0.0 h" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "2 of 2 models trained; at most 0.0 h" in printed
+    assert "h of epoch time spent in all" in printed and "hours_spent" in printed
     # a model the plateau rule stopped is trained, with no hours left though it ran fewer epochs
     preset.write_text(yaml.safe_dump({**settings, "epochs": 50, "plateau_window": 1, "plateau_tolerance": 0.49}))
     worker.run_worker(preset, "03_train_tsp")

@@ -16,7 +16,8 @@ preset to use several cores: each model's checkpoint is locked while it trains, 
 the models another one holds; an interrupted worker resumes from the last epoch when started
 again. Afterwards `papermill notebooks/NB.ipynb out.ipynb -f presets/NAME.yaml` finds every model
 trained and only evaluates. `--status` prints, for every model of the preset, the epochs done, the
-last held-out cost, the recent seconds per epoch and the hours its remaining epochs would take.
+last held-out cost, the recent seconds per epoch, the hours its logged epochs took and the hours its
+remaining epochs would take.
 `--references` trains nothing: it runs the preset's reference solver (LKH, HGS, the heuristic; one
 core, no model needed) on its test sets into the run's evaluation store, so that it can run beside a
 training worker and the notebook's evaluation later reads the solutions back.
@@ -140,8 +141,10 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     than here: a worker resumes it from there), "not started", or "exported": no finished checkpoint here (none,
     or one behind), but its finished policy is in results/<run>/models/ and is what training reads,
     `eie.training.finished_training`); the last held-out greedy cost; the median seconds of its last
-    `recent` epochs; and `hours_left`, its remaining epochs at that pace (at most: the plateau rule
-    may stop it earlier; for a model not started, the pace of the others)."""
+    `recent` epochs; `hours_spent`, the summed time of its logged epochs (those it resumes from or was
+    kept with, on whatever machine ran them: a restart from epoch 1 drops the earlier ones, and probes
+    and evaluations are not in it; NaN for a log from before epoch times were logged); and `hours_left`, its remaining epochs at that pace (at most: the
+    plateau rule may stop it earlier; for a model not started, the pace of the others)."""
     params = preset_parameters(preset, notebook)
     try:
         folder = study.results_dir(params["run"], create=False) / "checkpoints"
@@ -162,7 +165,8 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
                  "carried" if carried else "in progress" if done else "not started")
         rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
                      "eval_cost": float(log.eval_cost.iloc[-1]) if done else float("nan"),
-                     "s_per_epoch": float(log.seconds.tail(recent).median()) if done else float("nan")})
+                     "s_per_epoch": float(log.seconds.tail(recent).median()) if done else float("nan"),
+                     "hours_spent": float(log.seconds.sum(min_count=1)) / 3600 if done else 0.0})
     status = pd.DataFrame(rows)
     pace = status.s_per_epoch.fillna(status.s_per_epoch.median())
     training = status.state.isin(["in progress", "carried", "not started"])
@@ -307,6 +311,10 @@ def print_status(preset, notebook: str) -> None:
                 "pace (pace measured with whatever else ran beside it; k workers side by side share the sum, "
                 "so two at one thread each take about half of it)")
     print(f"{trained} of {len(status)} models trained; {left}")
+    untimed = status.hours_spent.isna().sum()
+    print(f"{status.hours_spent.sum():.1f} h of epoch time spent in all, summed over the models' logged epochs "
+          f"({status.hours_spent[status.state.isin(['finished', 'plateau', 'exported'])].sum():.1f} h on the trained ones)"
+          + (f"; {untimed} model(s) logged no epoch times, not counted" if untimed else ""))
 
 
 def use_threads(count: int) -> None:
