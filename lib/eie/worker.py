@@ -143,8 +143,9 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     `eie.training.finished_training`); the last held-out greedy cost; the median seconds of its last
     `recent` epochs; `hours_spent`, the summed time of its logged epochs (those it resumes from or was
     kept with, on whatever machine ran them: a restart from epoch 1 drops the earlier ones, and probes
-    and evaluations are not in it; NaN for a log from before epoch times were logged); and `hours_left`, its remaining epochs at that pace (at most: the
-    plateau rule may stop it earlier; for a model not started, the pace of the others)."""
+    and evaluations are not in it; NaN for a log from before epoch times were logged); and
+    `hours_left`, its remaining epochs at that pace (at most: the plateau rule may stop it earlier;
+    for a model not started, the pace of the others)."""
     params = preset_parameters(preset, notebook)
     try:
         folder = study.results_dir(params["run"], create=False) / "checkpoints"
