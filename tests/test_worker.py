@@ -474,3 +474,38 @@ def test_a_worker_limits_the_bin_packing_kernel_to_its_threads_as_well_as_torch(
     finally:
         torch.set_num_threads(before[0])
         numba.set_num_threads(before[1])
+
+
+def test_finished_models_are_evaluated_beside_the_training_and_read_back_by_the_notebook(tmp_path, monkeypatch,
+                                                                                        capsys):
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, seeds=[0, 1], training_free=["log_N"], test_size=4,
+                             reference_size=2, progress=False)
+    params = worker.preset_parameters(preset, "03_train_tsp")
+    worker.run_worker(preset, "03_train_tsp", seeds=[0])  # seed 1 not trained yet
+    decoded = []
+    real_greedy_costs = study.greedy_costs
+
+    def recording(model, instances, method, **options):
+        decoded.append((study.model_fingerprint(model), method.key, next(iter(instances.values())).shape[1]))
+        return real_greedy_costs(model, instances, method, **options)
+
+    monkeypatch.setattr(study, "greedy_costs", recording)
+    worker.main([str(preset), "03_train_tsp", "--evaluate"])
+    out = capsys.readouterr().out
+    assert "2 of 2 methods evaluated on 1 finished model(s); not finished: inv_sqrt_d seed 1" in out
+    assert not (tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed1.pt").exists()  # nothing trained
+    seed0 = study.model_fingerprint(study.finished_models("03_train_tsp", params)[""][("inv_sqrt_d", 0)])
+    assert sorted(decoded) == sorted((seed0, key, n) for key in ("inv_sqrt_d", "log_N") for n in (6, 12))
+    decoded.clear()
+    worker.run_worker(preset, "03_train_tsp")  # seed 1 trains; the notebook decodes only its pieces
+    models, _ = study.train_problem("03_train_tsp", params)
+    results, _, _ = study.evaluate_problem("03_train_tsp", params, models)
+    seed1 = study.model_fingerprint(models[""][("inv_sqrt_d", 1)])
+    assert sorted(decoded) == sorted((seed1, key, n) for key in ("inv_sqrt_d", "log_N") for n in (6, 12))
+    assert sorted(set(results.seed)) == [-1, 0, 1] and results.objective.notna().all()
+    decoded.clear()
+    worker.main([str(preset), "03_train_tsp", "--evaluate"])
+    assert "every model finished" in capsys.readouterr().out and not decoded  # every piece read back
+    with pytest.raises(SystemExit):  # one mode at a time
+        worker.main([str(preset), "03_train_tsp", "--evaluate", "--status"])
+    assert "give one of --status, --evaluate, not several" in capsys.readouterr().err

@@ -27,8 +27,8 @@ from .methods import BoundMethod
 from .problems import problem_trained_by, training_notebooks
 from .paths import eie_net_path, exact_table_path, results_dir
 from .model import ModelConfig
-from .training import (TrainConfig, build_model, checkpoint_epochs, export_policy, kept_policy, load_trained,
-                       resolve_device, train)
+from .training import (TrainConfig, build_model, checkpoint_epochs, export_policy, finished_training, kept_policy,
+                       load_trained, resolve_device, train)
 
 RESULT_COLUMNS = ["problem", "setting", "method", "seed", "n", "objective", "gap_pct"]
 
@@ -129,18 +129,9 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
     results, per_instance, references = [], {}, {}
     for options, _ in problem_class.settings(params):
         problem = problem_class(**options)
-        setting_models, parts = models[problem.setting], []
-        # `evaluate` runs each method on every seed of the models it is given: methods whose models
-        # have other seeds (`seeds_by_rule`) go in their own call; the reference, computed once,
-        # is read back from the store by the later calls and reported once
-        for group in _methods_by_seeds(methods, setting_models):
-            keys = {method.model_key for method in group}
-            result, objectives, reference = evaluate(
-                {key: model for key, model in setting_models.items() if key[0] in keys}, group, params["n_train"],
-                params["n_max"], test_size=params["test_size"], setting=problem.setting,
-                test_seed=params["test_seed"], reference_size=params["reference_size"],
-                reference_options=problem.reference_options(params), chunk=params["eval_chunk"],
-                device=params["device"], progress=params["progress"], store=store)
+        parts = []
+        for result, objectives, reference in _evaluate_setting(problem, params, methods, models[problem.setting],
+                                                               store):
             parts.append(result if not parts else result[result.method != "reference"])
             per_instance.update(objectives)
             references[problem.setting] = reference
@@ -156,6 +147,70 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
     results.to_csv(out / f"{prefix}{table_file}", index=False, float_format="%.4f")
     save_instance_costs(per_instance, out / f"{prefix}{instances_file}")
     return results, per_instance, references
+
+
+def _evaluate_setting(problem, params: dict, methods: list[BoundMethod], setting_models: dict,
+                      store: EvaluationStore):
+    """`evaluate` of `methods` on one setting's models ({(rule, seed): model}), one call per group of
+    methods whose models have the same seeds: `evaluate` runs each method on every seed of the
+    models it is given, so methods whose models have other seeds (`seeds_by_rule`, or models not
+    all finished, `evaluate_finished`) go in their own call; the reference, computed once, is read
+    back from the store by the later calls. Yields each call's (results, objectives, reference)."""
+    for group in _methods_by_seeds(methods, setting_models):
+        keys = {method.model_key for method in group}
+        yield evaluate(
+            {key: model for key, model in setting_models.items() if key[0] in keys}, group, params["n_train"],
+            params["n_max"], test_size=params["test_size"], setting=problem.setting, test_seed=params["test_seed"],
+            reference_size=params["reference_size"], reference_options=problem.reference_options(params),
+            chunk=params["eval_chunk"], device=params["device"], progress=params["progress"], store=store)
+
+
+def finished_models(notebook: str, params: dict) -> dict:
+    """{setting: {(rule, seed): model}} of the training notebook's models (under its checked
+    `params`) whose training has ended: a finished checkpoint in results/<run>/checkpoints/, or a
+    policy exported to results/<run>/models/ (`eie.training.finished_training`). A model still in
+    training, or not started, is left out, and nothing is trained; a finished checkpoint another
+    worker still holds is read without waiting."""
+    run, found = params["run"], {}
+    for setup in training_setups(notebook, params):
+        setting_models = found.setdefault(setup["setting"], {})
+        for rule, seed in model_pairs(params["rules"], seeds_by_rule(params)):
+            config = TrainConfig(rule=rule, seed=seed, **setup["config"])
+            name = model_name(config.problem, rule, config.n_train, seed, setup["tag"])
+            for folder in (results_dir(run) / "checkpoints", models_folder(run)):
+                result = finished_training(folder / f"{name}.pt", config)
+                if result is not None:
+                    setting_models[(rule, seed)] = result.model
+                    break
+    return found
+
+
+def evaluate_finished(notebook: str, params: dict) -> list[str]:
+    """Every method of the training notebook's `params` (`method_keys`) on the models whose training
+    has ended (`finished_models`), into the run's evaluation store, where the notebook's own
+    evaluation (`evaluate_problem`) later reads each piece back instead of decoding it again: the
+    evaluation of the first models can so run beside the training of the last ones (`python -m
+    eie.worker PRESET NOTEBOOK --evaluate`). A method whose model has no finished seed is skipped.
+    Writes no result table. Returns one line per setting: what was evaluated, what was skipped."""
+    models = finished_models(notebook, params)
+    d = training_setups(notebook, params)[0]["config"]["model"].head_dim
+    net, table = ensure_scales(d, params["n_train"], params["n_max"], run=params["run"])
+    methods = bind_methods(method_keys(params), d, params["n_train"], net, table)
+    store = run_evaluation_store(params["run"])
+    pairs = model_pairs(params["rules"], seeds_by_rule(params))
+    lines = []
+    for options, _ in problem_for(notebook).settings(params):
+        problem = problem_for(notebook)(**options)
+        setting_models = models[problem.setting]
+        ready = [method for method in methods if any(rule == method.model_key for rule, _ in setting_models)]
+        if ready:
+            for _ in _evaluate_setting(problem, params, ready, setting_models, store):
+                pass  # each piece is kept in the store as it finishes: the notebook reads them back
+        waiting = [f"{rule} seed {seed}" for rule, seed in pairs if (rule, seed) not in setting_models]
+        lines.append(f"{problem.setting or problem.name}: {len(ready)} of {len(methods)} methods evaluated on "
+                     f"{len(setting_models)} finished model(s)"
+                     + (f"; not finished: {', '.join(waiting)}" if waiting else "; every model finished"))
+    return lines
 
 
 def compute_references(notebook: str, params: dict) -> dict:

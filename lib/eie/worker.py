@@ -4,6 +4,7 @@
     python -m eie.worker presets/NAME.yaml 03_train_tsp 04_train_cvrp   (in this order; those held elsewhere last)
     python -m eie.worker presets/NAME.yaml 03_train_tsp --status     (where its training stands)
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --references (the reference solver only)
+    python -m eie.worker presets/NAME.yaml 05_train_bpp --evaluate    (evaluate the finished models only)
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --save-carry (checkpoints to commit)
     python -m eie.worker presets/NAME.yaml 08_rivals 04_train_cvrp --seeds 0 (seed 0 of each first)
     python -m eie.worker presets/NAME.yaml 05_train_bpp --rules inv_sqrt_d   (one rule's models first)
@@ -21,6 +22,10 @@ remaining epochs would take.
 `--references` trains nothing: it runs the preset's reference solver (LKH, HGS, the heuristic; one
 core, no model needed) on its test sets into the run's evaluation store, so that it can run beside a
 training worker and the notebook's evaluation later reads the solutions back.
+`--evaluate` trains nothing either: it runs every method of the preset on the models whose training
+has ended (`eie.study.evaluate_finished`) into the same store, so that the evaluation of the first
+models runs beside the training of the last ones and the notebook, once every model is trained, only
+evaluates those (run it again as more models finish; each finished piece is kept).
 
 The checkpoints are not committed, so a new machine starts from nothing. `--save-carry` copies the
 checkpoint and epoch log of every model in training here into results/<run>/carry/, exports the
@@ -339,6 +344,9 @@ def main(argv=None) -> None:
     parser.add_argument("--status", action="store_true", help="print where the preset's training stands; train nothing")
     parser.add_argument("--references", action="store_true",
                         help="solve the preset's test instances with the reference solver; train nothing")
+    parser.add_argument("--evaluate", action="store_true",
+                        help="evaluate every method on the models whose training has ended, into the run's "
+                             "evaluation store (the notebook reads it back); train nothing")
     parser.add_argument("--save-carry", action="store_true",
                         help="copy the checkpoints of the models in training here into results/<run>/carry/ and "
                              "export the finished ones to results/<run>/models/ (to commit); train nothing")
@@ -351,10 +359,14 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, not {args.threads}")
-    if args.seeds is not None and (args.save_carry or args.status or args.references):
-        parser.error("--seeds picks the models to train; --status, --save-carry and --references cover every seed")
-    if args.rules is not None and (args.save_carry or args.status or args.references):
-        parser.error("--rules picks the models to train; --status, --save-carry and --references cover every rule")
+    modes = [flag for flag, on in (("--status", args.status), ("--save-carry", args.save_carry),
+                                   ("--references", args.references), ("--evaluate", args.evaluate)) if on]
+    if len(modes) > 1:
+        parser.error(f"give one of {', '.join(modes)}, not several")
+    if args.seeds is not None and modes:
+        parser.error(f"--seeds picks the models to train; {modes[0]} covers every seed")
+    if args.rules is not None and modes:
+        parser.error(f"--rules picks the models to train; {modes[0]} covers every rule")
     if args.save_carry:
         written = []
         for notebook in args.notebooks:
@@ -378,6 +390,12 @@ def main(argv=None) -> None:
         except ValueError as error:
             parser.error(str(error))
     use_threads(args.threads)
+    if args.evaluate:
+        for notebook in args.notebooks:
+            params = preset_parameters(args.preset, notebook)
+            for line in study.evaluate_finished(notebook, {**params, "progress": True}):
+                print(f"{notebook} {line}", flush=True)
+        return None
     if not args.references:
         run_worker(args.preset, args.notebooks, seeds=args.seeds, rules=args.rules)
         return None
