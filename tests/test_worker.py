@@ -478,6 +478,8 @@ def test_a_worker_limits_the_bin_packing_kernel_to_its_threads_as_well_as_torch(
 
 def test_finished_models_are_evaluated_beside_the_training_and_read_back_by_the_notebook(tmp_path, monkeypatch,
                                                                                         capsys):
+    from eie import paths
+    monkeypatch.setattr(paths, "results_dir", lambda run="default", create=True: tmp_path / run)  # the fitted scales
     preset = tiny_tsp_preset(tmp_path, monkeypatch, seeds=[0, 1], training_free=["log_N"], test_size=4,
                              reference_size=2, progress=False)
     params = worker.preset_parameters(preset, "03_train_tsp")
