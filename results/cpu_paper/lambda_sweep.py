@@ -1,7 +1,8 @@
 """Which attention scale does a trained 1/sqrt(d) model (one seed) want at a longer n? A constant
 lambda = f / sqrt(d) at every n, applied where EIE applies its lambda(n) (the encoder's
 self-attention and the decoder's glimpse), swept over f on the first `--instances` instances of the
-run's Table 2 (TSP) or Table 3 (CVRP) test set, at n = 4N and 8N unless `--lengths` says otherwise;
+run's Table 2 (TSP), Table 3 (CVRP) or Table 1 (bin packing) test set, at n = 4N and 8N unless
+`--lengths` says otherwise;
 beside the factors that EIE (lambda(n) sqrt(d)) and log_N(n)/sqrt(d) (ln n / ln N) use at the same
 n. A diagnostic for why EIE loses to 1/sqrt(d) at N = 100 (README.md): if the best f lies well below
 EIE's, EIE sharpens the attention further than the trained model can use.
@@ -18,6 +19,11 @@ are named by their capacity (`--capacity`, default 10, cpu_paper's); the well-tr
   .venv/bin/python results/cpu_paper/lambda_sweep.py --problem cvrp --capacity 2 --seed 1 \
       --preset presets/cpu_long_v2.yaml --instances 512 --lengths 80 160 320 --factors 0.75 1 1.25 1.5 1.75 2 2.5 3 4
 (files lambda_sweep_cvrp_C2_seed1.csv and cpu_long_v2_lambda_sweep_cvrp_C2_seed1.png; C_v = 10 keeps the names without _C10).
+Bin packing (`--problem bpp`, the bin by `--bin`, default 120x100; the csv holds the load rate, higher is
+better), the well-trained 20-box model of seed 0 on the 128 test instances of its Table 1:
+  .venv/bin/python results/cpu_paper/lambda_sweep.py --problem bpp --seed 0 --preset presets/cpu_long_v2.yaml \
+      --instances 128 --lengths 80 160 320 --factors 0.25 0.5 0.75 1 1.5 2 3 4
+(files lambda_sweep_bpp_120x100_seed0.csv and cpu_long_v2_lambda_sweep_bpp_120x100_seed0.png).
 """
 
 import argparse
@@ -34,7 +40,7 @@ from eie.evaluation import fixed_test_set, greedy_costs
 from eie.methods import label
 from eie.scaling import ScalingRule
 
-NOTEBOOKS = {"tsp": "03_train_tsp", "cvrp": "04_train_cvrp"}
+NOTEBOOKS = {"tsp": "03_train_tsp", "cvrp": "04_train_cvrp", "bpp": "05_train_bpp"}
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--problem", choices=sorted(NOTEBOOKS), default="tsp")
@@ -44,6 +50,7 @@ parser.add_argument("--notebook", default=None, help="the preset's notebook that
 parser.add_argument("--capacity", type=int, default=10, help="CVRP: the vehicle capacity of the model "
                     "(its name's tag _C<capacity>; default 10, the capacity of presets/cpu_paper.yaml)")
 parser.add_argument("--seed", type=int, default=0, help="which exported 1/sqrt(d) model (results/<run>/models/)")
+parser.add_argument("--bin", default="120x100", help="bin packing: the bin L x W of the model (default 120x100)")
 parser.add_argument("--instances", type=int, default=256)
 parser.add_argument("--lengths", type=int, nargs="+", default=None, help="test lengths (default: 4N and 8N)")
 parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the existing csv")
@@ -53,7 +60,7 @@ PRESET = worker.preset_parameters(args.preset, args.notebook or NOTEBOOKS[args.p
 RUN = PRESET["run"]
 args.lengths = args.lengths or [4 * PRESET["n_train"], 8 * PRESET["n_train"]]
 N, N_MAX = PRESET["n_train"], PRESET["n_max"]  # the EIE net and the lambda* table are fitted to [N, N_MAX]
-TAG = f"_C{args.capacity}" if args.problem == "cvrp" else ""
+TAG = {"cvrp": f"_C{args.capacity}", "bpp": f"_{args.bin}"}.get(args.problem, "")
 MODEL = study.model_name(args.problem, "inv_sqrt_d", N, args.seed, tag=TAG)
 if args.instances < 2 or any(not N < n <= N_MAX for n in args.lengths) or any(f <= 0 for f in args.factors):
     parser.error(f"need --instances >= 2, every length in ({N}, {N_MAX}] and every factor > 0")
@@ -61,8 +68,9 @@ if args.instances < 2 or any(not N < n <= N_MAX for n in args.lengths) or any(f 
 SUFFIX = ("" if (args.problem, args.seed) == ("tsp", 0) else
           f"_{args.problem}{'' if TAG == '_C10' else TAG}_seed{args.seed}")  # C_v = 10: the names from before --capacity
 CSV = f"results/{RUN}/lambda_sweep{SUFFIX}.csv"
-COST = {"tsp": "tour length", "cvrp": "total distance"}[args.problem]
-COLUMN = COST.replace(" ", "_")  # the csv's column of mean costs
+COST = {"tsp": "tour length", "cvrp": "total distance", "bpp": "load rate"}[args.problem]
+COLUMN = COST.replace(" ", "_")  # the csv's column of mean objectives
+SIGN = -1 if args.problem == "bpp" else 1  # bin packing's cost is minus its load rate (%); the csv holds the load rate
 
 
 def sweep() -> pd.DataFrame:
@@ -90,7 +98,7 @@ def sweep() -> pd.DataFrame:
             runs = [(f"f = {f:g}", f, constant_factor(f)) for f in args.factors]
             runs += [(method.key, float(method.rule(n)) * math.sqrt(d), method) for method in (eie, log_n)]
             for name, factor, method in runs:
-                costs = greedy_costs(model, instances, method, chunk=64)
+                costs = SIGN * greedy_costs(model, instances, method, chunk=64)
                 rows.append({"n": n, "method": name, "factor": factor, "instances": args.instances,
                              COLUMN: float(costs.mean()),
                              "sem": float(costs.std() / math.sqrt(args.instances))})
@@ -122,7 +130,10 @@ for ax, (n, part) in zip(axes[0], frame.groupby("n")):
         ax.plot(row.factor, row.vs_inv_sqrt_d_pct, "D", markersize=8, label=f"{label(key)} (f = {row.factor:.2f})",
                 color=plotting.rule_kwargs(key).get("color"))
     ax.axhline(0, color="0.6", lw=0.8)
-    ax.set(title=f"n = {n} ({args.problem.upper()}{TAG.replace('_', ' ')}, seed {args.seed}, trained at N = {N})",
-           xlabel="f: lambda = f / sqrt(d) at every site", ylabel=f"{COST} vs 1/sqrt(d) (%)")
+    ax.set(title=f"n = {n}", xlabel="f: lambda = f / sqrt(d) at every site")
     ax.legend(fontsize=8)
+axes[0][0].set_ylabel(f"{COST} vs 1/sqrt(d) (%)")
+better = "higher" if SIGN < 0 else "lower"
+fig.suptitle(f"{args.problem.upper()}{TAG.replace('_', ' ')}, seed {args.seed}, trained at N = {N} "
+             f"({COST}: {better} is better)", y=1.02)
 print(plotting.save_figure(fig, f"{RUN}_lambda_sweep{SUFFIX}"))
