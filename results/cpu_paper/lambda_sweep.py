@@ -38,12 +38,12 @@ from tqdm import tqdm
 from eie import plotting, study, worker
 from eie.evaluation import fixed_test_set, greedy_costs
 from eie.methods import label
+from eie.problems import PROBLEMS
 from eie.scaling import ScalingRule
 
-NOTEBOOKS = {"tsp": "03_train_tsp", "cvrp": "04_train_cvrp", "bpp": "05_train_bpp"}
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--problem", choices=sorted(NOTEBOOKS), default="tsp")
+parser.add_argument("--problem", choices=sorted(PROBLEMS), default="tsp")
 parser.add_argument("--preset", default="presets/cpu_paper.yaml", help="the run whose exported models are swept")
 parser.add_argument("--notebook", default=None, help="the preset's notebook that trained the model "
                     "(default: 03_train_tsp or 04_train_cvrp)")
@@ -56,7 +56,7 @@ parser.add_argument("--lengths", type=int, nargs="+", default=None, help="test l
 parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the existing csv")
 parser.add_argument("--factors", type=float, nargs="+", default=[0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0])
 args = parser.parse_args()
-PRESET = worker.preset_parameters(args.preset, args.notebook or NOTEBOOKS[args.problem])
+PRESET = worker.preset_parameters(args.preset, args.notebook or PROBLEMS[args.problem].notebook)
 RUN = PRESET["run"]
 args.lengths = args.lengths or [4 * PRESET["n_train"], 8 * PRESET["n_train"]]
 N, N_MAX = PRESET["n_train"], PRESET["n_max"]  # the EIE net and the lambda* table are fitted to [N, N_MAX]
@@ -68,9 +68,9 @@ if args.instances < 2 or any(not N < n <= N_MAX for n in args.lengths) or any(f 
 SUFFIX = ("" if (args.problem, args.seed) == ("tsp", 0) else
           f"_{args.problem}{'' if TAG == '_C10' else TAG}_seed{args.seed}")  # C_v = 10: the names from before --capacity
 CSV = f"results/{RUN}/lambda_sweep{SUFFIX}.csv"
-COST = {"tsp": "tour length", "cvrp": "total distance", "bpp": "load rate"}[args.problem]
+COST = PROBLEMS[args.problem].objective_name.removesuffix(" (%)")  # tour length, total distance, load rate
 COLUMN = COST.replace(" ", "_")  # the csv's column of mean objectives
-SIGN = -1 if args.problem == "bpp" else 1  # bin packing's cost is minus its load rate (%); the csv holds the load rate
+SIGN = -1 if PROBLEMS[args.problem].maximise else 1  # the reported objective: bin packing's load rate is minus its cost
 
 
 def sweep() -> pd.DataFrame:
@@ -79,7 +79,7 @@ def sweep() -> pd.DataFrame:
     folder = study.results_dir(RUN, create=False) / "models"  # study.models_folder, without creating the run
     if not (folder / f"{MODEL}.pt").is_file():
         parser.error(f"no exported policy {MODEL} in {folder}: run notebook "
-                     f"{args.notebook or NOTEBOOKS[args.problem]} with {args.preset}, or export it "
+                     f"{args.notebook or PROBLEMS[args.problem].notebook} with {args.preset}, or export it "
                      f"(python -m eie.worker {args.preset} <notebook> --save-carry)")
     model = study.load_policies([MODEL], run=RUN)[MODEL]
     d = model.config.head_dim
