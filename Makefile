@@ -25,7 +25,7 @@ $(error PRESET=$(PRESET): no file $(PRESET_FILE); presets: $(basename $(notdir $
 endif
 endif
 
-.PHONY: setup study test unit nbval notebooks sync benchmarks clean-venv
+.PHONY: setup study test unit nbval notebooks sync benchmarks lab findings clean-venv
 
 setup: $(VENV)/.installed
 
@@ -78,6 +78,14 @@ sync: setup
 
 benchmarks: setup
 	@set -e; for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+# JupyterLab at the repository root (notebooks/, results/, figures/ side by side).
+lab: setup
+	$(BIN)/jupyter lab --notebook-dir=.
+
+# The README's generated findings tables from the committed result files.
+findings: setup
+	$(BIN)/python -m eie.findings --write
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,7 +1,11 @@
 """environment.yml (conda) and pyproject.toml (pip) must describe the same environment."""
 
 import re
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, as pip vendors it
+    from pip._vendor import tomli as tomllib
 
 import yaml
 

@@ -1,0 +1,64 @@
+"""The README's findings come from the result files, and every figure it shows exists and is indexed."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from eie import findings
+from eie.paths import repo_root
+
+ROOT = repo_root()
+
+
+def test_readme_findings_tables_match_the_result_files():
+    block = findings.readme_block((ROOT / "README.md").read_text())
+    assert block == findings.findings_markdown(), "README findings are stale: run `python -m eie.findings --write`"
+
+
+def test_the_generated_block_changes_with_the_files(tmp_path):
+    """A changed result file changes the generated tables (so the check above is not vacuous)."""
+    for run, problem, _ in findings.VERDICT_RUNS[:1]:
+        source = ROOT / "results" / run
+        target = tmp_path / "results" / run
+        target.mkdir(parents=True)
+        table = (source / "tsp.csv").read_text().splitlines()
+        header, rows = table[0], table[1:]
+        changed = [r.replace(",eie,0,1600,", ",eie,0,1600,1") if ",eie,0,1600," in r else r for r in rows]
+        (target / "tsp.csv").write_text("\n".join([header, *changed]) + "\n")
+        (target / "tsp_instance_costs.npz").write_bytes((source / "tsp_instance_costs.npz").read_bytes())
+    assert findings.findings_markdown(tmp_path) != findings.findings_markdown()
+
+
+def test_replace_block_needs_the_markers():
+    with pytest.raises(ValueError, match="no generated block"):
+        findings.replace_block("# README\n", "x")
+    text = f"a\n{findings.BEGIN}\nold\n{findings.END}\nb\n"
+    assert findings.readme_block(findings.replace_block(text, "new\n")) == "new\n"
+
+
+def test_readme_stays_a_front_page():
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 300
+
+
+@pytest.mark.parametrize("report", sorted((ROOT / "results").glob("*/README.md")), ids=lambda p: p.parent.name)
+def test_run_reports_are_reports(report):
+    assert len(report.read_text().splitlines()) <= 200, f"{report}: a run report is at most 200 lines (LOG.md holds the chronology)"
+
+
+def test_every_figure_the_readme_shows_exists():
+    text = (ROOT / "README.md").read_text()
+    for path in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text):
+        assert (ROOT / path).is_file(), f"README shows {path}, which does not exist"
+
+
+def test_figure_index_lists_every_figure():
+    index = (ROOT / "figures" / "README.md").read_text()
+    missing = [p.name for p in (ROOT / "figures").glob("*.png") if f"[{p.name}]" not in index]
+    assert not missing, f"figures/README.md misses {missing}: run `python scripts/figure_index.py`"
+
+
+def test_findings_cli_check_passes_on_the_committed_readme():
+    result = subprocess.run([sys.executable, "-m", "eie.findings", "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
