@@ -80,16 +80,18 @@ def findings_table(problem: str, results: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def findings_markdown(root: Path | None = None) -> str:
-    """Every verdict run's findings tables, with a line naming the file each comes from."""
+def findings_markdown(root: Path | None = None, run: str | None = None) -> str:
+    """Every verdict run's findings tables (or those of `run`), with a line naming the file each comes from."""
     parts = []
-    for run, problem, title in VERDICT_RUNS:
-        results = run_results(run, problem, root)
+    for run_name, problem, title in VERDICT_RUNS:
+        if run is not None and run_name != run:
+            continue
+        results = run_results(run_name, problem, root)
         if results is None:
-            parts += [f"#### {title}", "", f"(no results in `results/{run}/`)", ""]
+            parts += [f"#### {title}", "", f"(no results in `results/{run_name}/`)", ""]
             continue
         file = make_problem(problem).result_files[0]
-        parts += [f"#### {title}", "", f"From `results/{run}/{file}`; {'higher' if make_problem(problem).maximise else 'lower'}"
+        parts += [f"#### {title}", "", f"From `results/{run_name}/{file}`; {'higher' if make_problem(problem).maximise else 'lower'}"
                   f" {make_problem(problem).objective_name} is better; the effect is the change of the objective in %.",
                   "", findings_table(problem, results)]
     return "\n".join(parts).rstrip() + "\n"
@@ -228,19 +230,34 @@ def main(argv=None) -> int:
     group.add_argument("--write", action="store_true", help="rewrite the README's generated block")
     group.add_argument("--check", action="store_true", help="exit 1 if the README's block is out of date")
     args = parser.parse_args(argv)
-    content = findings_markdown()
-    readme = repo_root() / "README.md"
-    if args.write:
-        readme.write_text(replace_block(readme.read_text(), content))
-        print(f"wrote the findings block of {readme}")
-    elif args.check:
-        if readme_block(readme.read_text()) != content:
-            print(f"{readme}: the findings block differs from the result files; run python -m eie.findings --write")
-            return 1
-        print("the README's findings match the result files")
-    else:
-        print(content)
+    if not (args.write or args.check):
+        print(findings_markdown())
+        return 0
+    stale = []
+    for readme, content in generated_blocks().items():
+        if args.write:
+            readme.write_text(replace_block(readme.read_text(), content))
+            print(f"wrote the findings block of {readme.relative_to(repo_root())}")
+        elif readme_block(readme.read_text()) != content:
+            stale.append(str(readme.relative_to(repo_root())))
+    if stale:
+        print(f"the findings blocks of {', '.join(stale)} differ from the result files; run python -m eie.findings --write")
+        return 1
+    if args.check:
+        print("every findings block matches the result files")
     return 0
+
+
+def generated_blocks(root: Path | None = None) -> dict:
+    """{README path: its generated findings block}: the front page (every verdict run) and each verdict
+    run's report (its own problems), where the report has the markers."""
+    root = root or repo_root()
+    blocks = {root / "README.md": findings_markdown(root)}
+    for run in dict.fromkeys(run for run, _, _ in VERDICT_RUNS):
+        report = root / "results" / run / "README.md"
+        if report.is_file() and BEGIN in report.read_text():
+            blocks[report] = findings_markdown(root, run)
+    return blocks
 
 
 if __name__ == "__main__":
