@@ -22,7 +22,8 @@
 # value. Eq. 6 assumes that the input $X$ of every attention layer is standard normal, so that
 # queries and keys are Gaussian. This notebook checks that on trained TSP models
 # (`results/<run>/models/`, written by notebook 03, one per rule of `rules`; the default run
-# `cpu_long` is TSP20, trained on a 2-core CPU, see `results/cpu_long/README.md`):
+# `cpu_long_v2` holds TSP20 models trained to a plateau, see `results/cpu_long_v2/README.md`;
+# `-f presets/cpu_paper.yaml` probes the paper's N = 100 models):
 #
 # 1. **Figure 6** of the paper: the Jensen-Shannon divergence between each element of $X$ and
 #    $\mathcal N(0, 1)$, per encoder layer, against the divergence a true normal sample of the same
@@ -39,7 +40,7 @@
 # `_seed<seed>`, so that probing another seed keeps seed 0's files).
 
 # %% tags=["parameters"]
-run = "cpu_long"  # results/<run>/models/ holds the trained TSP policies (notebook 03 exports them)
+run = "cpu_long_v2"  # results/<run>/models/ holds the trained TSP policies (notebook 03 exports them)
 n_train = 20  # their training length N
 n_max = 320  # probe at N, 2N, ... up to n_max
 seed = 0  # which training seed's models
@@ -51,6 +52,7 @@ test_seed = 4321
 
 # %% tags=[]
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import torch
 
@@ -163,21 +165,36 @@ save_figure(fig, f"07_entropy_measured_vs_gaussian{suffix}", run=run)
 plt.show()
 
 # %% [markdown] tags=[]
-# **Reading (the committed `cpu_long` TSP20 models).** The premise does not hold inside these
-# models, and the way it fails explains why EIE helps less on TSP than the paper reports:
+# ## Reading: does EIE's premise hold inside these models?
 #
-# - $X$ is not standard normal. Its elements have standard deviations of about 0.3 (layer 1, the
-#   coordinate embedding) to 0.85 (layers 2-3, after LayerNorm) and means up to ±1.4; their
-#   Jensen-Shannon divergences to $\mathcal N(0,1)$ (median 0.09-0.24 nats) are ten to twenty-five
-#   times the floor of a true normal sample (0.0097); standardised, the shapes come closer
-#   (0.016-0.054) but stay above the floor. (The paper's Figure 6 reports 8e-3 to 9e-3, which is
-#   about the floor of a sample of this size; it does not say how many values it used.)
-# - Layer 1 attends almost uniformly (entropy ≈ ln n under every rule): its logits are tiny, so
-#   no rule of the form $\lambda(n)$ within the tested range changes its entropy, and Eq. 6 (which
-#   assumes unit-variance $q, k$) predicts far lower entropies than measured.
-# - In layers 2 and 3 the entropy under EIE still grows by about 1.8-1.9 nats from $n = 20$ to
-#   320 (1/√d: 2.7), where Eq. 6 promises no growth: EIE removes about a third of the growth, not
-#   all of it. The measured entropies lie well above those of Gaussian logits with the same spread:
+# The numbers the reading rests on, computed from the probes above (so they follow the run and seed):
+
+# %% tags=[]
+growth = change.unstack("layer")
+removed = 1 - growth.loc["eie"] / growth.loc["inv_sqrt_d"]
+above = entropy.assign(excess=entropy.measured - entropy.gaussian_logits).groupby("layer").excess.mean()
+print(f"X against N(0, 1): median JS divergence per layer {', '.join(f'{v:.3f}' for v in summary.js_median)} nats, "
+      f"{summary.js_median.min() / floor:.0f}-{summary.js_median.max() / floor:.0f} times the floor of a true normal "
+      f"sample ({floor:.4f}); standardised {', '.join(f'{v:.3f}' for v in summary.standardised_median)}")
+print(f"layer 1's entropy at n = {n_train}: {pivot.loc[(1, 'inv_sqrt_d'), n_train]:.2f} nats, uniform attention: "
+      f"ln {n_train} = {np.log(n_train):.2f}")
+print(f"entropy growth from n = {n_train} to {max(lengths)} under 1/sqrt(d), by layer: "
+      + ", ".join(f"{v:.2f}" for v in growth.loc["inv_sqrt_d"]) + " nats; under EIE: "
+      + ", ".join(f"{v:.2f}" for v in growth.loc["eie"]))
+print("share of that growth EIE removes, by layer: " + ", ".join(f"{100 * v:.0f} %" for v in removed))
+print("measured entropy minus that of Gaussian logits with the same spread, mean by layer: "
+      + ", ".join(f"{v:+.2f}" for v in above) + " nats")
+
+# %% [markdown] tags=[]
+# What these numbers have shown on every model probed so far (TSP20 and TSP100, each seed):
+#
+# - $X$ is not standard normal: its elements' JS divergences to $\mathcal N(0,1)$ are many times
+#   the floor of a true normal sample, and stay above it after standardising. (The paper's Figure 6
+#   reports values about that floor; it does not say how many values it used.)
+# - Layer 1 attends almost uniformly (entropy near $\ln n$): no $\lambda(n)$ in the tested range
+#   changes it, and Eq. 6, which assumes unit-variance $q, k$, predicts far lower entropies.
+# - In the later layers EIE removes only part of the entropy growth that Eq. 6 says it removes
+#   entirely, and the measured entropies lie above those of Gaussian logits with the same spread:
 #   the logits are heavy-tailed (a few large ones, the rest nearly flat), not Gaussian.
 #
 # A $\lambda(n)$ fitted to the model's own logit statistics rather than to standard normal $q, k$
