@@ -47,6 +47,7 @@ n_sampling = "log-uniform"  # "log-uniform" or "uniform"
 exact_samples = 4096  # Monte-Carlo rows per n when solving for lambda*
 entropy_samples = 2048  # rows per point of the entropy curves
 seed = 0
+progress = True  # progress bars (`make notebooks` stores the outputs without them)
 run = "default"
 
 # %% tags=[]
@@ -78,7 +79,7 @@ nets, tables, histories = {}, {}, {}
 for d, N, N_max in settings:
     net, history = fit_eie(d, N, N_max, epochs=eie_epochs, batch_size=eie_batch_size, lr=eie_lr, lr_decay=eie_lr_decay,
                            samples=fit_samples, seed=seed, n_sampling=n_sampling,
-                           first_activation=first_activation, input_scale=input_scale)
+                           first_activation=first_activation, input_scale=input_scale, progress=progress)
     save_eie_net(net, eie_net_path(d, N, N_max, run))
     nets[d] = load_eie_net(eie_net_path(d, N, N_max, run), d=d)  # what the training notebooks will load
     histories[d] = history

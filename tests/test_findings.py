@@ -65,3 +65,18 @@ def test_figure_index_lists_every_figure():
 def test_findings_cli_check_passes_on_the_committed_readme():
     result = subprocess.run([sys.executable, "-m", "eie.findings", "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_nbval_leaves_the_tracked_files_as_it_found_them():
+    """notebooks/conftest.py puts back every tracked file under results/ and figures/ that executing
+    the notebooks rewrote: a marker written into the verdict figure survives notebook 09 rewriting it."""
+    figure = ROOT / "figures" / "verdict.png"
+    original = figure.read_bytes()
+    try:
+        figure.write_bytes(b"marker")
+        result = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "notebooks/09_findings.ipynb", "-q",
+                                 "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout[-2000:]
+        assert figure.read_bytes() == b"marker"
+    finally:
+        figure.write_bytes(original)

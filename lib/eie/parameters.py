@@ -209,7 +209,8 @@ NOTEBOOK_PARAMETERS = {
         "eie_lr": number(above=0, example=1e-3), "eie_lr_decay": number(above=0, at_most=1, example=0.99),
         "fit_samples": integer(2, 16), "first_activation": one_of("requr", "relu"),
         "input_scale": one_of("gaussian", "log", "unit", "raw"), "n_sampling": one_of("log-uniform", "uniform"),
-        "exact_samples": integer(64, 4096), "entropy_samples": integer(64, 2048), "seed": integer(0), "run": RUN},
+        "exact_samples": integer(64, 4096), "entropy_samples": integer(64, 2048), "seed": integer(0),
+        "progress": flag(), "run": RUN},
     "03_train_tsp": {**TRAINING, "lr": number(above=0, example=1e-4), "lkh_runs": integer(1),
                      "max_gap_at_n_train": number(above=0, example=70.0)},
     "04_train_cvrp": {
