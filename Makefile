@@ -25,12 +25,12 @@ $(error PRESET=$(PRESET): no file $(PRESET_FILE); presets: $(basename $(notdir $
 endif
 endif
 
-.PHONY: setup study test unit nbval notebooks sync benchmarks lab findings clean-venv
+.PHONY: setup study test unit nbval notebooks sync benchmarks lab findings lock clean-venv
 
 setup: $(VENV)/.installed
 
 # Reinstalled when the package's dependencies change.
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
 	  echo "NVIDIA GPU found: installing the CUDA build of torch $(TORCH_VERSION)"; \
@@ -39,7 +39,7 @@ $(VENV)/.installed: pyproject.toml
 	  echo "no NVIDIA GPU: installing the CPU build of torch $(TORCH_VERSION)"; \
 	  $(BIN)/python -m pip install --timeout 20 --retries 1 --extra-index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)"; \
 	fi
-	$(BIN)/python -m pip install -e '.[dev]'
+	$(BIN)/python -m pip install -c constraints.txt -e '.[dev]'
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
 	touch $@
 
@@ -86,6 +86,11 @@ lab: setup
 # The README's generated findings tables from the committed result files.
 findings: setup
 	$(BIN)/python -m eie.findings --write
+
+# Pin the environment as it is now: every installed package's exact version into constraints.txt.
+lock: setup
+	{ sed -n '1,3p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v -i -e '^torch==' -e '^eie'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,11 +1,7 @@
 """environment.yml (conda) and pyproject.toml (pip) must describe the same environment."""
 
 import re
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser, as pip vendors it
-    from pip._vendor import tomli as tomllib
+import tomllib
 
 import yaml
 
@@ -41,4 +37,4 @@ def test_environment_yml_matches_pyproject():
         assert name in listed, f"{name} is in pyproject.toml but not in environment.yml"
         assert listed[name] == _spec(requirement), f"{name}: {listed[name]!r} in environment.yml, {_spec(requirement)!r} in pyproject.toml"
     assert any(item.replace(" ", "").startswith("-e.") for item in pip), "environment.yml must pip-install the package (-e .[dev])"
-    assert env["dependencies"][0].startswith("python=") and project["requires-python"] == ">=3.10"
+    assert env["dependencies"][0].startswith("python=") and project["requires-python"] == ">=3.11"
