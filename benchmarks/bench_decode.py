@@ -5,7 +5,7 @@ before it (`reference=True`: the fused attention kernel and (B, n, D) x (B, D, 1
 reference implementation), and a straightforward decoder that also re-projects the node keys and
 values at every step. Also the time 16384 instances (the paper's test set) would take.
 
-Targets: the fast step >= 3x the reference at n = 1600 (issue 13); CVRP n = 1600, 16384 instances in
+Targets: the fast step >= 3x the reference at n = 1600; CVRP n = 1600, 16384 instances in
 under 2 minutes on a GPU (the paper's Table 4: 8.18 hours). Medians over repeats, on CPU and, when one
 is present, on CUDA.
 Run: python benchmarks/bench_decode.py [--problem tsp|cvrp] [--repeats 3]

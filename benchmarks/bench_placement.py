@@ -9,7 +9,7 @@ step context runs the placement head's frontier convolutions with its own, on a 
 frontier: `FrontierEncoder.share_convolutions`) and the straightforward way (each encoder its own
 convolutions, plain layout). `--train-boxes 20` gives the step of `presets/cpu_long_v2.yaml`.
 
-Target (issue 13): the decoding step in <= 1/10 of the torch path's time. Medians over repeats, on CPU
+Target: the decoding step in <= 1/10 of the torch path's time. Medians over repeats, on CPU
 and, when one is present, on CUDA (the torch path only).
 Run: python benchmarks/bench_placement.py [--repeats 20] [--batch 64] [--boxes 100] [--train-boxes 100] [--train-steps 3]
 """

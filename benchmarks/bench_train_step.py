@@ -10,7 +10,7 @@ alternating:
 - reference: the straightforward path (the sampled rollout with gradients through every decoding
   step, and the reference decoding step, `reference=True`, in both rollouts).
 
-Target (issue 13): fast >= 3x reference for TSP100 and CVRP100 at batch 256. Medians over steps, on
+Target: fast >= 3x reference for TSP100 and CVRP100 at batch 256. Medians over steps, on
 CPU and, when present, on CUDA.
 Run: python benchmarks/bench_train_step.py [--steps 3] [--problem tsp cvrp] [--n 100] [--batch 256]
 """

@@ -11,7 +11,7 @@ What does not change within an episode (node keys and values, the graph part of 
 computed once per instance (`Decoder.precompute`), so a decoding step costs O(n D) per instance;
 a long greedy rollout drops the nodes no instance can choose again from that cache as it goes.
 
-Speed (issue 13; `benchmarks/`): training's sampled rollout decodes without gradients and then
+Speed (`benchmarks/`): training's sampled rollout decodes without gradients and then
 computes the log-likelihood of all its steps at once (`sample_with_gradients`, `Decoder.replay`);
 the encoder's linear layers may run in bfloat16 while training (`encoder_precision`). Every path
 keeps a straightforward reference (`reference=True`, `rollout` with gradients) that tests compare.

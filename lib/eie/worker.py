@@ -373,8 +373,8 @@ def main(argv=None) -> None:
             saved = save_carry(args.preset, notebook, written)
             nothing = "nothing to save (every model trained or in training here is carried or exported already)"
             print(f"{notebook}: " + ("; ".join(saved) if saved else nothing))
-        print(f"this carry wrote {carry_size(written)} to commit; a session may submit at most 256 MiB of diffs, "
-              "every file it adds or changes counted whole each time: carry a checkpoint at most twice a session")
+        print(f"this carry wrote {carry_size(written)} to commit; every file added or changed is stored whole in "
+              "the history each time: commit a run's checkpoints once, when its training stops on this machine")
         return None
     if args.status:
         for notebook in args.notebooks:
