@@ -21,6 +21,7 @@ import torch
 
 from .methods import BoundMethod
 from .model import AttentionModel
+from .problems.base import GeneratedInstance
 
 
 def extrapolation_lengths(n_train: int, n_max: int) -> list[int]:
@@ -49,6 +50,7 @@ def greedy_costs(model: AttentionModel, instance: dict, method: BoundMethod | No
     Every solution passes the problem's feasibility check before its cost is returned. Each chunk is
     moved to the model's device (a test set may stay in host memory); the costs are on that device.
     """
+    model.problem.check_instance(instance)
     device = next(model.parameters()).device
     batch = next(iter(instance.values())).shape[0]
     costs = []
@@ -63,6 +65,8 @@ def greedy_solutions(model: AttentionModel, instance: dict, method: BoundMethod 
     """The greedy solutions of `instance` (one batch, on the model's device) with `method` applied
     (None: the model's own attention; a rescaling method rescales what the model sees), each
     checked for feasibility against `instance` itself."""
+    if not isinstance(instance, GeneratedInstance):
+        model.problem.check_instance(instance)
     model.eval()
     with method_applied(model, method):
         solution, _ = model.rollout(instance if method is None else method.seen_by_model(instance, model.problem),

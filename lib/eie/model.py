@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from .attention import Attention, AttentionContext
+from .problems.base import GeneratedInstance
 
 # What the encoder's linear layers may compute in: "bfloat16" runs them under autocast (a training
 # option, `eie.training.TrainConfig.precision`); the attention softmax and the decoder stay float32.
@@ -278,6 +279,7 @@ class AttentionModel(nn.Module):
         node keys and values at every step. reference: the straightforward decoding step
         (`Decoder.step`), every column kept. Both for tests and benchmarks only.
         """
+        self._check(instance)
         nodes = self.encode(instance)
         solution, log_likelihood, _ = self._decode(instance, self.decoder.precompute(nodes), decode, generator,
                                                    recompute_each_step=recompute_each_step, reference=reference)
@@ -295,10 +297,16 @@ class AttentionModel(nn.Module):
         """
         if self.action_head is not None or not torch.is_grad_enabled():
             return self.rollout(instance, "sample", generator)
+        self._check(instance)
         cache = self.decoder.precompute(self.encode(instance))
         with torch.no_grad():
             solution, _, trace = self._decode(instance, cache.detach(), "sample", generator, record=True)
         return solution, self.decoder.replay(cache, trace, self.attention)
+
+    def _check(self, instance: dict) -> None:
+        """`Problem.check_instance` on any batch its problem's `generate` did not make."""
+        if not isinstance(instance, GeneratedInstance):
+            self.problem.check_instance(instance)
 
     def _decode(self, instance: dict, cache: DecoderCache, decode: str, generator: torch.Generator | None,
                 recompute_each_step: bool = False, reference: bool = False, record: bool = False):
@@ -312,7 +320,14 @@ class AttentionModel(nn.Module):
         shrink = decode == "greedy" and not (record or reference or recompute_each_step) and n >= SHRINK_FROM
         shrink_every = max(n // SHRINKS, 1) if shrink else None
         steps = []  # what `record` keeps of each step: (context inputs, mask, glimpse n, action)
+        limit, taken = self.problem.max_steps(instance), 0
         while not state.done:
+            if taken >= limit:
+                raise RuntimeError(f"{self.problem.name} decoding took {taken} steps, more than any feasible solution "
+                                   f"of these {n}-node instances needs ({limit}): some instance has no allowed action "
+                                   f"left (a demand above the capacity, say); check the instances with "
+                                   f"problem.check_instance")
+            taken += 1
             if recompute_each_step:
                 cache = self.decoder.precompute(cache.nodes)
             if shrink_every and state.step and state.step % shrink_every == 0:

@@ -85,6 +85,19 @@ class InfeasibleSolution(ValueError):
     """A finished solution that breaks the problem's constraints."""
 
 
+class GeneratedInstance(dict):
+    """A batch made by a problem's own `generate`: valid by construction, so decoding skips
+    `Problem.check_instance` on it (which reads values back from the device). Any other dict, a
+    slice or a rescaled copy of one included, is checked."""
+
+
+def first_bad(ok: torch.Tensor) -> tuple[int, ...] | None:
+    """The index of the first False entry of `ok`, or None when all are True."""
+    if bool(ok.all()):
+        return None
+    return tuple(int(i) for i in (~ok).nonzero()[0])
+
+
 class Problem:
     """Base class of the study's problems; subclasses fill in the methods that raise."""
 
@@ -118,6 +131,58 @@ class Problem:
 
     def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:
         raise NotImplementedError
+
+    # field -> (trailing size or None, "float" or "integer"): what `check_instance` requires of each tensor
+    instance_fields: dict = {}
+
+    def check_instance(self, instance: dict) -> dict:
+        """Raise ValueError, naming the instance index, the field and the bad value, unless `instance`
+        is a batch this problem can decode and cost: a dict of tensors with the fields of
+        `instance_fields`, of the right dtype and shape, the same batch and node counts, finite
+        values, and the ranges of `check_values`. Returns `instance`."""
+        if not isinstance(instance, dict):
+            raise ValueError(f"a {self.name} instance is a dict of tensors with keys {sorted(self.instance_fields)}, "
+                             f"got {type(instance).__name__}")
+        missing = [key for key in self.instance_fields if key not in instance]
+        if missing:
+            raise ValueError(f"a {self.name} instance needs the fields {sorted(self.instance_fields)}; "
+                             f"missing {missing} (got {sorted(instance)})")
+        shape = None
+        for key, (trailing, kind) in self.instance_fields.items():
+            value = instance[key]
+            if not torch.is_tensor(value):
+                raise ValueError(f"{self.name} field {key!r} must be a torch tensor, got {type(value).__name__}")
+            want = 2 if trailing is None else 3
+            if value.dim() != want or (trailing is not None and value.shape[-1] != trailing):
+                expected = "(batch, nodes)" if trailing is None else f"(batch, nodes, {trailing})"
+                raise ValueError(f"{self.name} field {key!r} must have shape {expected}, got {tuple(value.shape)}")
+            if kind == "float" and value.dtype != torch.float32:
+                raise ValueError(f"{self.name} field {key!r} must be float32, got {value.dtype} "
+                                 f"(convert with .float())")
+            if kind == "integer" and (value.dtype.is_floating_point or value.dtype == torch.bool or value.is_complex()):
+                raise ValueError(f"{self.name} field {key!r} must hold integers (e.g. torch.long), got {value.dtype}")
+            if shape is not None and tuple(value.shape[:2]) != shape:
+                raise ValueError(f"{self.name} fields disagree on (batch, nodes): {shape} and {key!r} "
+                                 f"{tuple(value.shape[:2])}")
+            shape = tuple(value.shape[:2])
+            if shape[0] < 1:
+                raise ValueError(f"{self.name} instance batch is empty (field {key!r} has shape {tuple(value.shape)})")
+            if kind == "float":
+                bad = first_bad(torch.isfinite(value))
+                if bad is not None:
+                    raise ValueError(f"{self.name} instance {bad[0]}, field {key!r} at {bad[1:]}: "
+                                     f"{value[bad].item()} is not finite")
+        self.check_values(instance)
+        return instance
+
+    def check_values(self, instance: dict) -> None:
+        """Problem-specific ranges (shapes, dtypes and finiteness are checked before): raise
+        ValueError naming the instance, field and value. Default: none."""
+
+    def max_steps(self, instance: dict) -> int:
+        """The most decoding steps a feasible solution of `instance` can take: a decoding loop that
+        goes past it stops with an error instead of running on. Default: one step per node."""
+        return next(iter(instance.values())).shape[1]
 
     def size(self, instance: dict) -> int:
         """The problem size n the scaling rules see for this instance."""

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution, Problem, StepContext
+from .base import GeneratedInstance, InfeasibleSolution, Problem, StepContext, first_bad
 from .heightmap import lowest_placements, oriented, place, resting_heights
 
 MIN_EDGE, MAX_EDGE = 10, 50
@@ -254,7 +254,18 @@ class BPP(Problem):
         if n < 1 or batch < 1:
             raise ValueError(f"a packing batch needs n >= 1 boxes and batch >= 1, got n={n}, batch={batch}")
         dims = torch.randint(MIN_EDGE, MAX_EDGE + 1, (batch, n, 3), generator=generator, device="cpu")  # drawn on the CPU
-        return {"dims": dims.to(device)}
+        return GeneratedInstance(dims=dims.to(device))
+
+    instance_fields = {"dims": (3, "integer")}
+
+    def check_values(self, instance: dict) -> None:
+        """Box edges are integers in [1, MAX_EDGE] cells (the footprint is at least MAX_EDGE per side,
+        so every box fits in any orientation)."""
+        dims = instance["dims"]
+        bad = first_bad((dims >= 1) & (dims <= MAX_EDGE))
+        if bad is not None:
+            raise ValueError(f"bin-packing instance {bad[0]}, field 'dims' at box {bad[1]}, edge {bad[2]}: "
+                             f"{dims[bad].item()} is outside [1, {MAX_EDGE}] cells")
 
     def size(self, instance: dict) -> int:
         return instance["dims"].shape[1]
@@ -267,6 +278,7 @@ class BPP(Problem):
         """Costs (minus load rates) of the best sort-then-place heuristic (`bpp_heuristics`)."""
         from .bpp_heuristics import best_heuristic_costs
 
+        self.check_instance(instance)
         return best_heuristic_costs(self, instance, **options)
 
     def initial_state(self, instance: dict) -> BPPState:

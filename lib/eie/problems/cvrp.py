@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution, Problem, StepContext, reorder
+from .base import GeneratedInstance, InfeasibleSolution, Problem, StepContext, first_bad, reorder
 
 DEPOT = 0
 _EPS = 1e-6
@@ -135,7 +135,31 @@ class CVRP(Problem):
         coords = torch.rand(batch, n + 1, 2, generator=generator, device="cpu") * 2 - 1
         demand = torch.rand(batch, n + 1, generator=generator, device="cpu")
         demand[:, DEPOT] = 0.0
-        return {"coords": coords.to(device), "demand": (demand / self.capacity).to(device)}
+        return GeneratedInstance(coords=coords.to(device), demand=(demand / self.capacity).to(device))
+
+    instance_fields = {"coords": (2, "float"), "demand": (None, "float")}
+
+    def check_values(self, instance: dict) -> None:
+        """The depot (node 0) has no demand; every destination's demand is in (0, 1], in units of the
+        capacity C_v (a demand above the capacity can never be served)."""
+        demand = instance["demand"]
+        if demand.shape[1] < 2:
+            raise ValueError(f"a CVRP instance needs the depot and at least one destination, got {demand.shape[1]} nodes")
+        bad = first_bad(demand[:, DEPOT] == 0)
+        if bad is not None:
+            raise ValueError(f"CVRP instance {bad[0]}, field 'demand' at node 0 (the depot): "
+                             f"{demand[bad[0], DEPOT].item()} must be 0")
+        destinations = demand[:, 1:]
+        bad = first_bad((destinations > 0) & (destinations <= 1 + _EPS))
+        if bad is not None:
+            raise ValueError(f"CVRP instance {bad[0]}, field 'demand' at node {bad[1] + 1}: {destinations[bad].item():g} "
+                             f"is outside (0, 1] (demand in units of the capacity C_v = {self.capacity:g}: "
+                             f"positive and at most the capacity)")
+
+    def max_steps(self, instance: dict) -> int:
+        """A destination or the depot at each step, never the depot twice in a row before all are
+        served, then waiting at the depot until the batch's finish is read: 2 (n + 1) + DONE_CHECK_EVERY."""
+        return 2 * instance["coords"].shape[1] + DONE_CHECK_EVERY
 
     def size(self, instance: dict) -> int:
         """What the scaling rules see: the destinations, or destinations plus depot (`size_counts_depot`)."""
@@ -156,6 +180,7 @@ class CVRP(Problem):
         """HGS's total distances (`eie.solvers.hgs_cvrp_costs`)."""
         from ..solvers import hgs_cvrp_costs
 
+        self.check_instance(instance)
         return hgs_cvrp_costs(instance, self.capacity, iterations=iterations, time_limit=time_limit)
 
     def initial_state(self, instance: dict) -> CVRPState:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import InfeasibleSolution, Problem, StepContext
+from .base import GeneratedInstance, InfeasibleSolution, Problem, StepContext, first_bad
 
 
 @dataclass(frozen=True)
@@ -78,13 +78,18 @@ class TSP(Problem):
     notebook = "03_train_tsp"
     other_notebooks = ("08_rivals",)
     reference_parameters = {"runs": "lkh_runs"}
+    instance_fields = {"coords": (2, "float")}
 
     def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:
         if n < 2 or batch < 1:
             raise ValueError(f"a TSP batch needs n >= 2 cities and batch >= 1, got n={n}, batch={batch}")
         # drawn on the CPU (the seeded generator's device): the same instances on any device
         coords = torch.rand(batch, n, 2, generator=generator, device="cpu") * 2 - 1
-        return {"coords": coords.to(device)}
+        return GeneratedInstance(coords=coords.to(device))
+
+    def check_values(self, instance: dict) -> None:
+        if instance["coords"].shape[1] < 2:
+            raise ValueError(f"a TSP instance needs at least 2 cities, got {instance['coords'].shape[1]}")
 
     def size(self, instance: dict) -> int:
         return instance["coords"].shape[1]
@@ -117,6 +122,7 @@ class TSP(Problem):
         """LKH's tour lengths (`eie.solvers.lkh_tsp_costs`)."""
         from ..solvers import lkh_tsp_costs
 
+        self.check_instance(instance)
         return lkh_tsp_costs(instance["coords"], runs=runs)
 
     def make_node_embedding(self, dim: int) -> nn.Module:
