@@ -13,10 +13,20 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PRESET_FILE := $(if $(PRESET),presets/$(PRESET).yaml,)
 SHELL := /bin/bash
 
-# RUN names a folder under results/ and runs/: a plain name, never a path out of the repository.
+# RUN names a folder under results/ and runs/, PRESET a file presets/<PRESET>.yaml: plain names, never
+# paths. Checked with make's own functions (no shell sees the value before it is checked).
+NAME_CHARS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W X Y Z \
+  0 1 2 3 4 5 6 7 8 9 _ - .
+without_chars = $(if $(2),$(call without_chars,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
+plain_name = $(and $(filter 1,$(words $(1))),$(if $(filter .%,$(1)),,ok),$(if $(call without_chars,$(1),$(NAME_CHARS)),,ok))
 ifneq ($(RUN),)
-ifneq ($(shell printf '%s' '$(RUN)' | grep -Ec '^[A-Za-z0-9_-][A-Za-z0-9_.-]*$$'),1)
-$(error RUN=$(RUN) is not a plain folder name (letters, digits, '_', '-', '.'; not starting with '.'): use e.g. RUN=myrun)
+ifeq ($(call plain_name,$(RUN)),)
+$(error RUN is not a plain folder name (letters, digits, '_', '-', '.'; not starting with '.'): use e.g. RUN=myrun)
+endif
+endif
+ifneq ($(PRESET),)
+ifeq ($(call plain_name,$(PRESET)),)
+$(error PRESET names a file of presets/ without its folder or .yaml (letters, digits, '_', '-', '.'): e.g. PRESET=paper)
 endif
 endif
 ifneq ($(PRESET),)

@@ -263,6 +263,17 @@ def test_makefile_refuses_a_run_outside_the_repository():
     assert ok.returncode == 0, ok.stderr
 
 
+@pytest.mark.parametrize("bad", ["RUN=x';touch pwned;'", "RUN=x`touch pwned`", "PRESET=x';touch pwned;'",
+                                 "PRESET=../../elsewhere/x", "RUN=a b"])
+def test_makefile_checks_names_without_a_shell(tmp_path, bad):
+    """A name is refused before any shell sees it: even under `make -n`, nothing it holds runs."""
+    done = subprocess.run(["make", "-n", "-f", str(ROOT / "Makefile"), "study", bad], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and ("plain folder name" in done.stderr or "PRESET names a file" in done.stderr), \
+        done.stderr
+    assert not (tmp_path / "pwned").exists()
+
+
 def test_tables_of_an_empty_run_are_an_error_naming_the_notebooks(tmp_path):
     with pytest.raises(FileNotFoundError, match="03_train_tsp.*04_train_cvrp.*05_train_bpp"):
         comparison.load_run_results(tmp_path)
