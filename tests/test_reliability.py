@@ -333,3 +333,35 @@ def test_notebook_06_on_a_missing_run_fails_with_a_message(tmp_path):
                                    str(tmp_path / "out.ipynb"), parameters={"run": "no_such_run_here"},
                                    progress_bar=False, cwd=str(ROOT), kernel_name="python3")
     assert not (ROOT / "results" / "no_such_run_here").exists()
+
+
+def test_a_preset_with_a_typo_or_a_repeated_key_is_refused_by_name(tmp_path):
+    from eie.parameters import load_preset
+
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("run: t\nepoch: 3\nDevice: cpu\nper_notebook:\n  03_train_tsp: {batchsize: 2}\n  03_train_tps: {epochs: 1}\n")
+    with pytest.raises(ValueError) as error:
+        load_preset(typo)
+    message = str(error.value)
+    for part in (str(typo), "'epoch' is not a parameter (did you mean 'epochs'?)", "'Device'",
+                 "03_train_tsp: 'batchsize' is not a parameter (did you mean 'batch_size'?)",
+                 "'03_train_tps' is not a notebook"):
+        assert part in message
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("run: a\nseeds: [0]\nrun: b\n")
+    with pytest.raises(ValueError, match=r"twice.yaml is not valid YAML: the key 'run' is given twice"):
+        load_preset(twice)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("run: [a\n")
+    with pytest.raises(ValueError, match="broken.yaml is not valid YAML"):
+        load_preset(broken)
+    done = subprocess.run([sys.executable, "-m", "eie.worker", str(typo), "03_train_tsp", "--status"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "did you mean 'epochs'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_every_committed_preset_loads():
+    from eie.parameters import load_preset
+
+    for preset in sorted((ROOT / "presets").glob("*.yaml")):
+        load_preset(preset)

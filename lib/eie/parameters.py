@@ -22,8 +22,12 @@ more parameter; the check applies the entry of its own notebook over the shared 
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
+from pathlib import Path
+
+import yaml
 
 from . import methods
 from .attention import N_MODES, SITES
@@ -324,3 +328,61 @@ def check_parameters(notebook: str, values: dict) -> dict:
     if problems:
         raise ValueError(f"notebook {notebook}: invalid parameters\n  - " + "\n  - ".join(problems))
     return checked
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml's SafeLoader, refusing a mapping with a key given twice (plain YAML keeps the last)."""
+
+
+def _unique_mapping(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def load_preset(path) -> dict:
+    """A preset file's values, checked for what papermill would silently drop: unreadable YAML, a key
+    given twice, a name no notebook declares (at the top level) or that its notebook does not declare
+    (under `per_notebook`), each error naming the file and the nearest valid name."""
+    path = Path(path)
+    try:
+        values = yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}
+    except yaml.YAMLError as error:
+        raise ValueError(f"preset {path} is not valid YAML: {error}") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"preset {path} must be a YAML mapping of parameter names to values, got "
+                         f"{type(values).__name__}")
+    known = {name for declared in NOTEBOOK_PARAMETERS.values() for name in declared}
+
+    def unknown(names, allowed, where):
+        problems = []
+        for name in names:
+            if name not in allowed:
+                close = difflib.get_close_matches(str(name), sorted(allowed), n=1)
+                problems.append(f"{where}{name!r} is not a parameter{' (did you mean ' + repr(close[0]) + '?)' if close else ''}")
+        return problems
+
+    problems = unknown([k for k in values if k != "per_notebook"], known, "")
+    per_notebook = values.get("per_notebook", {}) or {}
+    if not isinstance(per_notebook, dict):
+        problems.append(f"per_notebook must map notebook names to their values, got {per_notebook!r}")
+        per_notebook = {}
+    for notebook, own in per_notebook.items():
+        if notebook not in NOTEBOOK_PARAMETERS:
+            close = difflib.get_close_matches(str(notebook), sorted(NOTEBOOK_PARAMETERS), n=1)
+            problems.append(f"per_notebook: {notebook!r} is not a notebook"
+                            f"{' (did you mean ' + repr(close[0]) + '?)' if close else ''}")
+        elif not isinstance(own, dict):
+            problems.append(f"per_notebook: {notebook}'s entry must be a mapping, got {own!r}")
+        else:
+            problems += unknown(own, NOTEBOOK_PARAMETERS[notebook], f"per_notebook: {notebook}: ")
+    if problems:
+        raise ValueError(f"preset {path}: " + "; ".join(problems))
+    return values

@@ -51,12 +51,11 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-import yaml
 
 from . import study
 from .evaluation_store import EvaluationStore
 from .files import FileBusy, copy_atomic, write_csv_atomic
-from .parameters import check_parameters
+from .parameters import check_parameters, load_preset
 from .paths import repo_root
 from .problems import training_notebooks
 from .training import (TrainConfig, checkpoint_epochs, checkpoint_log, export_policy, finished_training,
@@ -83,10 +82,7 @@ def preset_parameters(preset, notebook: str) -> dict:
     if not path.is_file():
         known = sorted(p.name for p in (repo_root() / "presets").glob("*.yaml"))
         raise FileNotFoundError(f"no preset file {path}; presets: {known}")
-    values = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(values, dict):
-        raise ValueError(f"{path} must be a YAML mapping of parameter names to values")
-    return check_parameters(notebook, {**notebook_defaults(notebook), **values})
+    return check_parameters(notebook, {**notebook_defaults(notebook), **load_preset(path)})
 
 
 def run_worker(preset, notebooks, poll_seconds: float = 30.0, seeds=None, rules=None) -> None:
@@ -357,6 +353,10 @@ def main(argv=None) -> None:
                         help="train only these of the preset's trained rules (e.g. --rules inv_sqrt_d: the 1/sqrt(d) "
                              "models before the others); training only")
     args = parser.parse_args(argv)
+    try:
+        load_preset(args.preset) if Path(args.preset).is_file() else preset_parameters(args.preset, args.notebooks[0])
+    except (ValueError, FileNotFoundError) as error:
+        parser.error(str(error))
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, not {args.threads}")
     modes = [flag for flag, on in (("--status", args.status), ("--save-carry", args.save_carry),
