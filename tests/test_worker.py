@@ -511,3 +511,31 @@ def test_finished_models_are_evaluated_beside_the_training_and_read_back_by_the_
     with pytest.raises(SystemExit):  # one mode at a time
         worker.main([str(preset), "03_train_tsp", "--evaluate", "--status"])
     assert "give one of --status, --evaluate, not several" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ["header", "cut", "binary"])
+def test_a_damaged_epoch_log_does_not_hide_a_finished_model(tmp_path, monkeypatch, damage):
+    """The checkpoint holds its own log: --status reads it, and --save-carry exports the model."""
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
+    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
+    log_csv = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0_log.csv"
+    text = log_csv.read_text()
+    damaged = {"header": text.splitlines()[0] + "\n", "cut": text[: len(text) // 2 + 3]}.get(damage)
+    log_csv.write_bytes(bytes(range(256)) * 4 if damage == "binary" else damaged.encode())
+    status = worker.training_status(preset, "03_train_tsp")
+    assert list(status.state) == ["finished"] and list(status.done) == [2]
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])
+    assert (tmp_path / "tiny" / "models" / "tsp_inv_sqrt_d_n6_seed0.pt").is_file()
+
+
+def test_a_model_past_the_presets_epochs_is_reported_as_such(tmp_path, monkeypatch, capsys):
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3)
+    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
+    lowered = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
+    status = worker.training_status(lowered, "03_train_tsp")
+    assert list(status.state) == ["past its epochs"] and list(status.done) == [3]
+    worker.print_status(lowered, "03_train_tsp")
+    out = capsys.readouterr().out
+    assert "0 of 1 models trained" in out and "raise epochs to 3" in out

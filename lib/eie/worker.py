@@ -137,7 +137,8 @@ def check_rules(params: dict, notebook: str, rules) -> None:
 
 def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     """One row per model of `preset` for `notebook`, from the epoch logs in results/<run>/checkpoints/:
-    `done` epochs of `epochs`; `state` ("finished", "plateau" where the plateau rule stopped it,
+    `done` epochs of `epochs`; `state` ("finished", "plateau" where the plateau rule stopped it, "past its
+    epochs" where it trained more epochs than the preset now asks (training and evaluation refuse it),
     "in progress", "carried" (unfinished, its checkpoint only in results/<run>/carry/ or further there
     than here: a worker resumes it from there), "not started", or "exported": no finished checkpoint here (none,
     or one behind), but its finished policy is in results/<run>/models/ and is what training reads,
@@ -163,7 +164,8 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
         if exported is not None:  # trained elsewhere and exported (past any unfinished checkpoint here): a
             log, carried, stopped = exported.log, False, _stopped(exported.log, params)  # worker reads it
         done = len(log)
-        state = ("exported" if exported is not None else "finished" if done >= epochs else "plateau" if stopped else
+        state = ("exported" if exported is not None else "past its epochs" if done > epochs else
+                 "finished" if done == epochs else "plateau" if stopped else
                  "carried" if carried else "in progress" if done else "not started")
         rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
                      "eval_cost": float(log.eval_cost.iloc[-1]) if done else float("nan"),
@@ -203,14 +205,19 @@ def _epoch_log(checkpoints: Path | None, carry: Path | None, name: str) -> tuple
 
 
 def _read_epoch_log(path: Path) -> pd.DataFrame:
-    """The epoch log CSV at `path`, or where it cannot be read (empty or cut off: written by a
-    version that did not write it atomically, and killed meanwhile) the log held by the checkpoint
-    beside it, which is what training resumes from."""
+    """The epoch log of the model whose CSV is `path`: the log its checkpoint beside it holds, where
+    there is one (what training resumes from, so a CSV that is empty, cut off, header-only or
+    unreadable cannot hide a trained model), else the CSV (an empty log where it cannot be read)."""
+    checkpoint = path.with_name(path.name.removesuffix("_log.csv") + ".pt")
+    if checkpoint.is_file():
+        try:
+            return checkpoint_log(checkpoint)
+        except (ValueError, KeyError, RuntimeError, OSError) as error:
+            print(f"warning: {checkpoint} cannot be read ({error}); using {path.name}", file=sys.stderr)
     try:
         return pd.read_csv(path)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError):
-        checkpoint = path.with_name(path.name.removesuffix("_log.csv") + ".pt")
-        return checkpoint_log(checkpoint) if checkpoint.is_file() else pd.DataFrame(columns=["eval_cost", "seconds"])
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+        return pd.DataFrame(columns=["eval_cost", "seconds"])
 
 
 def save_carry(preset, notebook: str, written: list | None = None) -> list[str]:
@@ -313,6 +320,10 @@ def print_status(preset, notebook: str) -> None:
                 "pace (pace measured with whatever else ran beside it; k workers side by side share the sum, "
                 "so two at one thread each take about half of it)")
     print(f"{trained} of {len(status)} models trained; {left}")
+    past = status[status.state == "past its epochs"]
+    for row in past.itertuples():
+        print(f"{row.model} has trained {row.done} epochs, more than the preset's {row.epochs}: it is neither "
+              f"evaluated nor trained further; raise epochs to {row.done} to use it, or delete its checkpoint to retrain")
     untimed = status.hours_spent.isna().sum()
     print(f"{status.hours_spent.sum():.1f} h of epoch time spent in all, summed over the models' logged epochs "
           f"({status.hours_spent[status.state.isin(['finished', 'plateau', 'exported'])].sum():.1f} h on the trained ones)"
