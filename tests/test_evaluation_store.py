@@ -10,6 +10,7 @@ import torch
 
 from eie import evaluation_store, study
 from eie.evaluation_store import EvaluationStore, model_fingerprint
+from eie.paths import repo_root
 from eie.problems import TSP
 from eie.training import TrainConfig, build_model
 
@@ -135,3 +136,14 @@ def test_an_edit_to_one_problems_modules_keeps_the_other_problems_pieces(tmp_pat
     finally:
         evaluation_store._PACKAGE = real_package
         evaluation_store.source_hash.cache_clear()
+
+
+@pytest.mark.parametrize("run", sorted(p.parent.parent.name for p in (repo_root() / "results").glob("*/carry/evaluation")))
+def test_the_committed_pieces_are_found_by_todays_code(run):
+    """An edit to the decoding or solver modules renames every stored piece; a run's committed pieces
+    must then be re-keyed (after checking the edit changes no value: scripts/rekey_evaluation_pieces.py),
+    or its notebooks decode again for hours."""
+    store = EvaluationStore(repo_root() / "results" / run / "carry" / "evaluation")
+    stale = store.stale_pieces()
+    assert not stale, (f"{len(stale)} committed pieces of results/{run}/ are stale: run "
+                       f"scripts/rekey_evaluation_pieces.py presets/{run}.yaml NOTEBOOK")

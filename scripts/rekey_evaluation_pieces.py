@@ -1,0 +1,105 @@
+"""Keep a run's stored evaluation pieces readable after an edit to the decoding modules that does not
+change any value, after checking on a sample that it does not.
+
+    python scripts/rekey_evaluation_pieces.py PRESET NOTEBOOK [--samples 6] [--max-factor 2]
+
+A stored piece is named by a hash of its key and of the source of the modules that compute it
+(`eie.evaluation_store`), so any edit to those modules, a new input check say, makes every piece
+miss and an evaluation of hours starts again. This script first recomputes `--samples` entries of
+the run's committed per-instance results (random method, seed and n up to `--max-factor` x N, every
+setting of the notebook) with today's code and requires each to equal the committed values exactly;
+only then does it rename every stale piece of the run (results/<run>/checkpoints/evaluation/ and
+carry/evaluation/) to the name today's code looks up. A mismatch renames nothing and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "lib"))
+from eie import study  # noqa: E402
+from eie.comparison import load_instance_objectives  # noqa: E402
+from eie.evaluation import fixed_test_set, greedy_costs  # noqa: E402
+from eie.evaluation_store import EvaluationStore  # noqa: E402
+from eie.files import load_tensors  # noqa: E402
+from eie.problems import make_problem  # noqa: E402
+from eie.worker import preset_parameters  # noqa: E402
+
+
+def verify(params: dict, notebook: str, samples: int, max_factor: int, seed: int = 0) -> bool:
+    """Recompute `samples` committed per-instance entries with today's code; True if all are equal."""
+    run, n_train = params["run"], params["n_train"]
+    setups = study.training_setups(notebook, params)
+    problem_name = setups[0]["config"]["problem"]
+    committed = load_instance_objectives(study.results_dir(run, create=False) / make_problem(problem_name).result_files[1])
+    by_setting = {setup["setting"]: setup for setup in setups}
+    candidates = [key for key in committed if key[0] in by_setting and key[3] <= max_factor * n_train]
+    if not candidates:
+        print(f"no committed entries of {notebook} at n <= {max_factor} N to check against")
+        return False
+    net, table = study.ensure_scales(16, n_train, params["n_max"], run=run)
+    rng = random.Random(seed)
+    ok = True
+    for setting, method_key, model_seed, n in rng.sample(candidates, min(samples, len(candidates))):
+        setup = by_setting[setting]
+        problem = make_problem(problem_name, **setup["config"].get("problem_options", {}))
+        (method,) = study.bind_methods([method_key], 16, n_train, net, table)
+        name = study.model_name(problem_name, method.model_key, n_train, model_seed, setup["tag"])
+        model = study.load_policies([name], run=run)[name]
+        instances = fixed_test_set(problem, n, params["test_size"], params["test_seed"])
+        sign = -1.0 if problem.maximise else 1.0
+        with torch.no_grad():
+            values = sign * greedy_costs(model, instances, method, chunk=params["eval_chunk"]).cpu().numpy()
+        same = np.array_equal(values, committed[(setting, method_key, model_seed, n)])
+        ok &= same
+        print(f"{setting or problem_name} {method_key} seed {model_seed} n = {n}: "
+              f"{'equal' if same else 'DIFFERENT'} ({len(values)} instances)", flush=True)
+    return ok
+
+
+def rekey(run: str) -> int:
+    """Rename every stale but readable piece of `run` to the name today's code looks it up by."""
+    import json
+
+    folders = [study.results_dir(run, create=False) / "checkpoints" / "evaluation", study.carry_folder(run) / "evaluation"]
+    moved = 0
+    for folder in folders:
+        store = EvaluationStore(folder)
+        for path in store.stale_pieces():
+            try:
+                key = json.loads(load_tensors(path, "evaluation piece")["key"])
+            except (ValueError, KeyError, TypeError):
+                continue  # unreadable: left for the evaluation to compute again
+            target = store._path(key)
+            if not target.exists():
+                path.rename(target)
+                moved += 1
+            else:
+                path.unlink()
+    return moved
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("preset")
+    parser.add_argument("notebook")
+    parser.add_argument("--samples", type=int, default=6)
+    parser.add_argument("--max-factor", type=int, default=2, help="check entries at n <= this x N (cheap ones)")
+    args = parser.parse_args()
+    params = preset_parameters(args.preset, args.notebook)
+    if not verify(params, args.notebook, args.samples, args.max_factor):
+        print("today's code does not reproduce the committed values: no piece renamed")
+        return 1
+    print(f"{rekey(params['run'])} pieces of results/{params['run']}/ renamed to today's keys")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
