@@ -1,0 +1,38 @@
+"""The CVRPLIB X reader: instances as the models see them, and solutions scored in the set's units."""
+
+import numpy as np
+import pytest
+import torch
+
+from eie.cvrplib import load_cvrplib
+from eie.problems import make_problem
+
+
+def test_the_seventy_instances_load_with_their_best_known_costs():
+    instances = load_cvrplib()
+    assert len(instances) == 70 and instances[0].n == 100 and instances[-1].n == 1000
+    assert {i.band for i in instances} == {"100-250", "251-500", "501-1000"}
+
+
+def test_an_instance_as_the_model_sees_it_passes_the_problems_check():
+    (x,) = load_cvrplib(["X-n101-k25"])
+    batch = x.for_model()
+    assert batch["coords"].shape == (1, 101, 2) and batch["coords"].abs().max() <= 1 + 1e-6
+    assert torch.allclose(batch["demand"][0], torch.tensor(x.demand / x.capacity, dtype=torch.float32))
+    make_problem("cvrp", capacity=10.0).check_instance(batch)
+
+
+def test_the_cost_is_the_sum_of_rounded_edges_and_infeasible_solutions_are_refused():
+    (x,) = load_cvrplib(["X-n101-k25"])
+    one_each = np.ravel([[c, 0] for c in range(1, x.n + 1)])  # every customer on its own route
+    expected = sum(2 * int(np.floor(np.hypot(*(x.coords[c] - x.coords[0])) + 0.5)) for c in range(1, x.n + 1))
+    assert x.cost(one_each) == expected and expected > x.best_known
+    with pytest.raises(ValueError, match="not served exactly once"):
+        x.cost(one_each[:-2])
+    with pytest.raises(ValueError, match="capacity"):
+        x.cost(np.arange(1, x.n + 1))  # one route with every customer
+
+
+def test_unknown_names_are_refused():
+    with pytest.raises(ValueError, match="unknown CVRPLIB instances"):
+        load_cvrplib(["X-n9999-k1"])
