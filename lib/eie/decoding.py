@@ -1,0 +1,87 @@
+"""Decoding modes beyond greedy: best of K sampled solutions, and greedy over the 8 symmetries of the square.
+
+Practitioners rarely decode greedily: they sample several solutions or decode transformed copies of
+an instance and keep the best (Kool et al. 2019 sample 1280; POMO-style work augments by the 8
+symmetries of the unit square). A scaling rule that sharpens attention may hurt the single most
+likely solution yet spread the samples better, so each method is compared with 1/sqrt(d) under the
+same mode.
+
+- `mode_costs(model, instance, method, mode, seed)`: per-instance costs under `mode`, one of
+  "greedy", "sample<K>" (best of K solutions drawn from the policy with a generator seeded by `seed`,
+  so reruns with the same `chunk` reproduce: the draws depend on how instances are batched) and "augment8" (greedy on each of the 8 flips and rotations of the
+  coordinates, best of 8; distances, hence costs, are unchanged by these maps). Every solution
+  passes the problem's feasibility check.
+- `constant_factor(method, f)`: a method's model with lambda = f / sqrt(d) at every n.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import torch
+
+from .evaluation import greedy_costs, method_applied
+from .methods import BoundMethod
+from .model import AttentionModel
+from .scaling import ScalingRule
+
+# the 8 symmetries of [-1, 1]^2: (swap x and y?, sign of x, sign of y)
+SYMMETRIES = tuple((swap, sx, sy) for swap in (False, True) for sx in (1.0, -1.0) for sy in (1.0, -1.0))
+
+
+def parse_mode(mode: str) -> tuple[str, int]:
+    """("greedy", 1), ("sample", K) or ("augment", 8); ValueError for anything else."""
+    if mode == "greedy":
+        return "greedy", 1
+    if mode == "augment8":
+        return "augment", 8
+    found = re.fullmatch(r"sample(\d+)", mode)
+    if found and int(found.group(1)) >= 1:
+        return "sample", int(found.group(1))
+    raise ValueError(f"decoding mode must be 'greedy', 'sample<K>' (K >= 1, e.g. sample16) or 'augment8', got {mode!r}")
+
+
+def symmetric(instance: dict, swap: bool, sx: float, sy: float) -> dict:
+    """The instance with its coordinates flipped and/or rotated (a symmetry of the square)."""
+    coords = instance["coords"]
+    x, y = coords[..., 0] * sx, coords[..., 1] * sy
+    return {**instance, "coords": torch.stack((y, x) if swap else (x, y), dim=-1)}
+
+
+def constant_factor(method: BoundMethod, f: float) -> BoundMethod:
+    """`method`'s model with lambda = f times its 1/sqrt(d) at every n (the lambda sweep's rule)."""
+    base = method.rule
+    return dataclasses.replace(method, rule=ScalingRule(f"x{f:g}", base.d, lambda n: base(n) * f))
+
+
+@torch.no_grad()
+def mode_costs(model: AttentionModel, instance: dict, method: BoundMethod | None, mode: str, seed: int = 0,
+               chunk: int = 4096) -> torch.Tensor:
+    """Per-instance costs (B,) of `model` with `method` applied, decoded in `mode` (`parse_mode`);
+    `chunk` bounds the solutions decoded at once (instances x K)."""
+    kind, k = parse_mode(mode)
+    model.problem.check_instance(instance)
+    if kind == "greedy":
+        return greedy_costs(model, instance, method, chunk=chunk)
+    if kind == "augment":
+        if "coords" not in instance:
+            raise ValueError(f"{model.problem.name} instances have no coordinates to transform: use greedy or sample<K>")
+        costs = torch.stack([greedy_costs(model, symmetric(instance, *s), method, chunk=chunk) for s in SYMMETRIES])
+        return costs.min(0).values
+    batch = next(iter(instance.values())).shape[0]
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(seed)
+    per_chunk = max(1, chunk // k)
+    best = []
+    model.eval()
+    with method_applied(model, method):
+        for start in range(0, batch, per_chunk):
+            part = {key: value[start:start + per_chunk].to(device) for key, value in instance.items()}
+            repeated = {key: value.repeat(k, *([1] * (value.dim() - 1))) for key, value in part.items()}
+            seen = repeated if method is None else method.seen_by_model(repeated, model.problem)
+            solution, _ = model.rollout(seen, "sample", generator)
+            model.problem.check(repeated, solution)
+            costs = model.problem.cost(repeated, solution).view(k, -1)
+            best.append(costs.min(0).values)
+    return torch.cat(best)

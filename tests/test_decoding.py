@@ -1,0 +1,51 @@
+"""Decoding modes: best of K samples and the 8 symmetries of the square."""
+
+import pytest
+import torch
+
+from eie import methods
+from eie.decoding import SYMMETRIES, constant_factor, mode_costs, parse_mode, symmetric
+from eie.evaluation import greedy_costs
+from eie.training import TrainConfig, build_model
+
+
+@pytest.fixture(scope="module")
+def tsp_model():
+    torch.manual_seed(0)
+    return build_model(TrainConfig(problem="tsp", n_train=8), "cpu").eval()
+
+
+def test_modes_are_parsed_and_refused_by_name():
+    assert parse_mode("greedy") == ("greedy", 1) and parse_mode("sample16") == ("sample", 16)
+    assert parse_mode("augment8") == ("augment", 8)
+    for bad in ("sample0", "sample", "beam4", "augment4"):
+        with pytest.raises(ValueError, match="decoding mode"):
+            parse_mode(bad)
+
+
+def test_the_symmetries_preserve_every_distance():
+    x = torch.rand(2, 9, 2) * 2 - 1
+    distances = torch.cdist(x, x)
+    assert len({s for s in SYMMETRIES}) == 8
+    for s in SYMMETRIES:
+        assert torch.allclose(torch.cdist(symmetric({"coords": x}, *s)["coords"], symmetric({"coords": x}, *s)["coords"]),
+                              distances, atol=1e-6)
+
+
+def test_best_of_k_and_augmentation_never_lose_to_their_parts_and_sampling_reproduces(tsp_model):
+    instance = dict(tsp_model.problem.generate(6, 12, torch.Generator().manual_seed(3)))
+    greedy = greedy_costs(tsp_model, instance)
+    augmented = mode_costs(tsp_model, instance, None, "augment8")
+    assert torch.all(augmented <= greedy + 1e-5)  # the identity is one of the 8
+    one, many = mode_costs(tsp_model, instance, None, "sample1", seed=5), mode_costs(tsp_model, instance, None,
+                                                                                       "sample32", seed=5)
+    assert torch.all(many <= one + 1e-5)  # the first draw of each instance is among the 32
+    assert torch.equal(many, mode_costs(tsp_model, instance, None, "sample32", seed=5))  # seeded
+
+
+def test_a_constant_factor_scales_the_rule(tsp_model):
+    (plain,) = methods.bind(["inv_sqrt_d"], 16, 8)
+    doubled = constant_factor(plain, 2.0)
+    assert doubled.rule(100) == pytest.approx(2 * plain.rule(100))
+    instance = dict(tsp_model.problem.generate(3, 10, torch.Generator().manual_seed(0)))
+    assert mode_costs(tsp_model, instance, doubled, "greedy").shape == (3,)
