@@ -49,7 +49,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	  echo "no NVIDIA GPU: installing the CPU build of torch $(TORCH_VERSION)"; \
 	  $(BIN)/python -m pip install --timeout 20 --retries 1 --extra-index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)"; \
 	fi
-	$(BIN)/python -m pip install -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install -c constraints.txt -e '.[dev,cluster]'
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
 	touch $@
 

@@ -185,18 +185,19 @@ def finished_models(notebook: str, params: dict) -> dict:
     return found
 
 
-def evaluate_finished(notebook: str, params: dict) -> list[str]:
+def evaluate_finished(notebook: str, params: dict, store: EvaluationStore | None = None) -> list[str]:
     """Every method of the training notebook's `params` (`method_keys`) on the models whose training
     has ended (`finished_models`), into the run's evaluation store, where the notebook's own
     evaluation (`evaluate_problem`) later reads each piece back instead of decoding it again: the
     evaluation of the first models can so run beside the training of the last ones (`python -m
     eie.worker PRESET NOTEBOOK --evaluate`). A method whose model has no finished seed is skipped.
-    Writes no result table. Returns one line per setting: what was evaluated, what was skipped."""
+    Writes no result table. Returns one line per setting: what was evaluated, what was skipped.
+    `store`: another store than the run's (`eie.distributed` passes one that records the keys asked for)."""
     models = finished_models(notebook, params)
     d = training_setups(notebook, params)[0]["config"]["model"].head_dim
     net, table = ensure_scales(d, params["n_train"], params["n_max"], run=params["run"])
     methods = bind_methods(method_keys(params), d, params["n_train"], net, table)
-    store = run_evaluation_store(params["run"])
+    store = store if store is not None else run_evaluation_store(params["run"])
     pairs = model_pairs(params["rules"], seeds_by_rule(params))
     lines = []
     for options, _ in problem_for(notebook).settings(params):

@@ -363,6 +363,11 @@ def main(argv=None) -> None:
     parser.add_argument("--rules", nargs="+", default=None,
                         help="train only these of the preset's trained rules (e.g. --rules inv_sqrt_d: the 1/sqrt(d) "
                              "models before the others); training only")
+    parser.add_argument("--cluster", default=None, metavar="SPEC",
+                        help="train (and evaluate) on a Dask cluster: local:K, slurm:N or a scheduler address "
+                             "(eie.distributed; pip install -e '.[cluster]')")
+    parser.add_argument("--gpu-share", type=float, default=None,
+                        help="with --cluster slurm:N, the share of a GPU one training job takes (e.g. 0.25)")
     args = parser.parse_args(argv)
     try:
         load_preset(args.preset) if Path(args.preset).is_file() else preset_parameters(args.preset, args.notebooks[0])
@@ -401,6 +406,17 @@ def main(argv=None) -> None:
         except ValueError as error:
             parser.error(str(error))
     use_threads(args.threads)
+    if args.cluster and not (args.status or args.save_carry or args.references):
+        from .distributed import client_for, run_grid
+
+        client = client_for(args.cluster, threads=args.threads)
+        try:
+            for line in run_grid(client, args.preset, args.notebooks, seeds=args.seeds, rules=args.rules,
+                                 gpu_share=args.gpu_share, train=not args.evaluate):
+                print(line, flush=True)
+        finally:
+            client.close()
+        return None
     if args.evaluate:
         for notebook in args.notebooks:
             params = preset_parameters(args.preset, notebook)
