@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -62,11 +64,10 @@ def roots(tmp_path_factory):
     cluster_preset = make_root(base / "cluster")
     previous, threads = os.environ.get("EIE_ROOT"), torch.get_num_threads()
     try:
-        os.environ["EIE_ROOT"] = str(base / "serial")
-        worker.use_threads(1)  # as `python -m eie.worker` and every cluster worker run
-        worker.run_worker(serial_preset, ["03_train_tsp"])
-        params = worker.preset_parameters(serial_preset, "03_train_tsp")
-        study.evaluate_finished("03_train_tsp", params)
+        env = {**os.environ, "EIE_ROOT": str(base / "serial")}
+        for mode in ([], ["--evaluate"]):  # the serial path as a user runs it: training, then the evaluation
+            subprocess.run([sys.executable, "-m", "eie.worker", str(serial_preset), "03_train_tsp", *mode], env=env,
+                           check=True, capture_output=True)
         shutil.copytree(base / "serial" / "results" / "tiny" / "eie_nets", base / "cluster" / "results" / "tiny" / "eie_nets")
         os.environ["EIE_ROOT"] = str(base / "cluster")
         started = time.perf_counter()
@@ -115,13 +116,8 @@ def test_a_task_from_another_checkout_is_refused(roots):
 def test_a_worker_killed_mid_training_is_retried_and_resumes_from_its_checkpoint(tmp_path, monkeypatch):
     settings = {"epochs": 30, "steps_per_epoch": 3, "batch_size": 8, "seeds": [0], "rules": ["inv_sqrt_d"]}
     serial_preset = make_root(tmp_path / "serial", **settings)
-    monkeypatch.setenv("EIE_ROOT", str(tmp_path / "serial"))
-    threads = torch.get_num_threads()
-    worker.use_threads(1)
-    try:
-        worker.run_worker(serial_preset, ["03_train_tsp"])
-    finally:
-        torch.set_num_threads(threads)
+    subprocess.run([sys.executable, "-m", "eie.worker", str(serial_preset), "03_train_tsp"], check=True,
+                   env={**os.environ, "EIE_ROOT": str(tmp_path / "serial")}, capture_output=True)
     cluster_preset = make_root(tmp_path / "cluster", **settings)
     monkeypatch.setenv("EIE_ROOT", str(tmp_path / "cluster"))
     (job,) = distributed.training_jobs(cluster_preset, "03_train_tsp")
