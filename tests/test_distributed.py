@@ -38,7 +38,7 @@ def make_root(folder: Path, **settings) -> Path:
     (folder / "results").mkdir()
     preset = folder / "tiny.yaml"
     preset.write_text(yaml.safe_dump({"run": "tiny", "n_train": 6, "n_max": 12, "seeds": [0, 1],
-                                      "rules": ["inv_sqrt_d", "ln_d"], "training_free": ["eie"], "epochs": 2,
+                                      "rules": ["inv_sqrt_d", "ln_d"], "training_free": ["eie", "exact"], "epochs": 2,
                                       "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4, "test_size": 8,
                                       "reference_size": 2, "eval_chunk": 8, "device": "cpu", **settings}))
     return preset

@@ -36,7 +36,8 @@ RESULT_COLUMNS = ["problem", "setting", "method", "seed", "n", "objective", "gap
 def ensure_scales(d: int, N: int, N_max: int, run: str = "default", **fit_options):
     """The EIE net and the exact lambda* table for (d, N, N_max): loaded when saved, else fitted and saved.
 
-    Silent either way (a fit takes ~10 s), so a notebook prints the same whether it fitted or loaded.
+    Silent either way (a fit takes ~10 s), so a notebook prints the same whether it fitted or loaded,
+    and returns what was loaded from the files either way (a fitted table is read back after saving).
     Nothing is saved unless both the net and the table were obtained (a failure leaves no file).
     """
     if isinstance(N, bool) or not isinstance(N, numbers.Integral) or N < 2:
@@ -51,6 +52,9 @@ def ensure_scales(d: int, N: int, N_max: int, run: str = "default", **fit_option
         save_eie_net(net, net_path)
     if not table_path.exists():
         table.save(table_path)
+        # what every later call loads (the file rounds lambda* to its printed digits), so the first run
+        # decodes with the same scales as its reruns and the workers of a cluster
+        table = scaling.ExactTable.load(table_path, d=d)
     return net, table
 
 
