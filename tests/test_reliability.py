@@ -128,7 +128,7 @@ def test_a_diverged_eie_net_is_refused_on_load(tmp_path):
 
 
 def test_lengths_and_scales_are_checked_at_the_boundary():
-    with pytest.raises(ValueError, match="N >= 2"):
+    with pytest.raises(ValueError, match="N must be an integer >= 2"):
         scaling.log_N(16, 1)
     with pytest.raises(ValueError, match="n must be >= 1"):
         entropy_gaussian_limit(0.5, 0.25, 16)
@@ -365,3 +365,48 @@ def test_every_committed_preset_loads():
 
     for preset in sorted((ROOT / "presets").glob("*.yaml")):
         load_preset(preset)
+
+
+def test_atomic_writes_follow_the_umask_and_a_pickle_is_refused_without_torchs_unsafe_hint(tmp_path):
+    import collections
+    import os
+    import pathlib
+
+    from eie.files import load_tensors, save_atomic, write_csv_atomic
+
+    previous = os.umask(0o022)
+    os.umask(previous)
+    path = save_atomic({"x": torch.zeros(2)}, tmp_path / "a.pt")
+    assert path.stat().st_mode & 0o777 == 0o666 & ~previous
+    csv = write_csv_atomic(pd.DataFrame({"a": [1]}), tmp_path / "a.csv")
+    assert csv.stat().st_mode & 0o777 == 0o666 & ~previous
+
+    evil = tmp_path / "evil.pt"
+    torch.save({"x": collections.OrderedDict(a=pathlib.PurePosixPath("/"))}, evil)  # not a tensor: refused
+    with pytest.raises(ValueError) as error:
+        load_tensors(evil, "training checkpoint")
+    message = str(error.value)
+    assert "pickled objects other than tensors" in message and "likely succeed" not in message
+    assert "do not load it with weights_only=False" in message
+
+
+def test_notebook_08_needs_the_base_model_and_sweeps_only_trained_models():
+    from eie.parameters import check_parameters
+    from eie.worker import notebook_defaults
+
+    defaults = notebook_defaults("08_rivals")
+    with pytest.raises(ValueError, match="rules must include 'inv_sqrt_d'"):
+        check_parameters("08_rivals", {**defaults, "rules": ["dist_bias"], "training_free": [],
+                                       "sweep_models": ["dist_bias"]})
+    with pytest.raises(ValueError, match=r"sweep_models names \['rope'\], none of which rules trains"):
+        check_parameters("08_rivals", {**defaults, "rules": ["inv_sqrt_d"], "training_free": ["eie"],
+                                       "sweep_models": ["rope"]})
+
+
+def test_entropy_invariant_scales_need_a_training_length_of_two():
+    from eie import scaling
+    from eie.eie_net import fit_eie
+
+    for call in (lambda: fit_eie(16, 1, 40), lambda: scaling.solve_exact(16, 1, 8)):
+        with pytest.raises(ValueError, match="N must be an integer >= 2"):
+            call()

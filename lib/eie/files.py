@@ -21,6 +21,8 @@ from pathlib import Path
 import torch
 
 TEMPORARY_SUFFIX = ".tmp"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once: files written here get the mode a plain open() would give (0o666 & ~umask)
 
 
 @contextmanager
@@ -30,6 +32,7 @@ def _written_then_renamed(path):
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=TEMPORARY_SUFFIX, dir=path.parent)
     os.close(handle)
+    os.chmod(temporary, 0o666 & ~_UMASK)  # mkstemp makes 0600: a group sharing a results folder could not read it
     try:
         yield temporary
         os.replace(temporary, path)
@@ -85,10 +88,14 @@ def load_tensors(path, what: str):
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # corrupt, truncated, another kind of file, or one that carries code
-        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        if "Weights only load failed" in str(error):  # torch's own hint to load it unsafely is not repeated
+            reason = "it holds pickled objects other than tensors and plain values, which could run code"
+        else:
+            reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         raise ValueError(f"{path} cannot be read: it is not a loadable {what} ({reason}); it is corrupt, truncated, "
                          "another kind of file, or holds objects other than tensors and plain values (which are "
-                         "never unpickled): delete it (and recompute it) or choose another file") from error
+                         "never unpickled: do not load it with weights_only=False unless you wrote it yourself): "
+                         "delete it (and recompute it) or choose another file") from None
 
 
 class FileBusy(RuntimeError):

@@ -283,6 +283,13 @@ def _across(notebook: str, values: dict) -> list[str]:
         problems.append("rules must include 'inv_sqrt_d': Figure 6 and the training-free methods (EIE, exact, "
                         "log_N) probe the model trained with it")
     if notebook == "08_rivals":
+        if "rules" in values and "inv_sqrt_d" not in values["rules"]:
+            problems.append("rules must include 'inv_sqrt_d': every rival is compared with the 1/sqrt(d) model, and "
+                            "EIE and the rescaling sweep run on it")
+        swept = values.get("sweep_models", [])
+        if "rules" in values and swept and not any(key in values["rules"] for key in swept):
+            problems.append(f"sweep_models names {swept}, none of which rules trains (the sweep runs on those of "
+                            f"sweep_models that rules has): add one to rules or name one of {values['rules']}")
         if 1.0 not in values.get("rescale_factors", [1.0]):
             problems.append("rescale_factors must include 1.0 (the unscaled model the others are compared with)")
     for key in values.get("seeds_by_rule", {}):

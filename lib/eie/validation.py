@@ -48,10 +48,12 @@ def check_samples(samples) -> int:
 
 
 def check_lengths(N, N_max) -> tuple[int, int]:
-    """Training length N >= 1 and maximum extrapolation length N_max > N."""
+    """Training length N >= 2 (at N = 1 a softmax over one key has zero entropy whatever lambda is,
+    so no scale keeps it invariant) and maximum extrapolation length N_max > N."""
     for name, value in (("N", N), ("N_max", N_max)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 2:
+            raise ValueError(f"{name} must be an integer >= 2 (at N = 1 a softmax over one key has zero entropy "
+                             f"whatever lambda is), got {value!r}")
     if N_max <= N:
         raise ValueError(
             f"N_max must be larger than the training length N (got N={N}, N_max={N_max}): "
