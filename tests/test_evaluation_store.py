@@ -147,3 +147,16 @@ def test_the_committed_pieces_are_found_by_todays_code(run):
     stale = store.stale_pieces()
     assert not stale, (f"{len(stale)} committed pieces of results/{run}/ are stale: run "
                        f"scripts/rekey_evaluation_pieces.py presets/{run}.yaml NOTEBOOK")
+
+
+def test_a_piece_of_the_wrong_length_or_with_nan_is_computed_again(tmp_path):
+    """A piece whose key says 4 instances but which holds 2 values (or a NaN) is not used: it is
+    computed again with a warning naming the file."""
+    store = EvaluationStore(tmp_path)
+    key = {"kind": "method", "problem": "tsp", "test_size": 4, "n": 20}
+    for bad in (np.array([1.0, 2.0]), np.array([1.0, np.nan, 3.0, 4.0])):
+        store.put(key, bad)
+        with pytest.warns(UserWarning, match=str(store._path(key))):
+            assert store.get(key) is None
+        assert list(store.get_or_compute(key, lambda: np.arange(4.0))) == [0.0, 1.0, 2.0, 3.0]
+        assert list(store.get(key)) == [0.0, 1.0, 2.0, 3.0]

@@ -14,7 +14,8 @@ lengths the same way (kind "tsplib": one per instance, method and seed). A rerun
 computing it; anything changed simply misses and is computed again.
 
 The pieces live in `results/<run>/checkpoints/evaluation/` (not committed, like the checkpoints). A
-piece that cannot be read is computed again, with a warning.
+piece that cannot be read, or whose values have the wrong length or are not finite, is computed again,
+with a warning naming its file.
 """
 
 from __future__ import annotations
@@ -106,6 +107,17 @@ def model_description(model: torch.nn.Module) -> dict:
             "n_mode": model.attention.n_mode, "precision": model.encoder_precision}
 
 
+def expected_length(key: dict) -> int | None:
+    """How many values a piece under `key` holds: one per test instance for a method, one per solved
+    instance for the reference; None where the key does not say."""
+    kind = key.get("kind", "reference")
+    if kind == "method" and "test_size" in key:
+        return int(key["test_size"])
+    if kind == "reference" and "reference_size" in key:
+        return int(key["reference_size"])
+    return None
+
+
 class EvaluationStore:
     """Finished evaluation pieces in `folder`, looked up by a key of plain values (JSON); its
     "kind" entry ("method", "tsplib" or "reference", the default) adds the source of that kind's modules
@@ -134,7 +146,13 @@ class EvaluationStore:
             payload = load_tensors(path, "evaluation piece")
             if payload.get("format") != PIECE_FORMAT or payload.get("key") != json.dumps(key, sort_keys=True):
                 return None  # another key under the same hash: compute it
-            return payload["values"].numpy()
+            values = payload["values"].numpy()
+            expected = expected_length(key)
+            if expected is not None and values.shape != (expected,):
+                raise ValueError(f"it holds {values.shape} values where its key asks for ({expected},)")
+            if not np.isfinite(values).all():
+                raise ValueError("it holds non-finite values")
+            return values
         except (ValueError, KeyError, AttributeError) as error:
             warnings.warn(f"evaluation piece {path} is unreadable ({error}); computing it again", stacklevel=2)
             return None
