@@ -129,7 +129,7 @@ for d, part in shown.groupby("d"):
 # ## Figures 3 and 4: $\lambda(n)$ for every rule
 
 # %% tags=[]
-keys = ["inv_sqrt_d", "ln_d", "log_N", "eie", "exact"]
+keys = ["inv_sqrt_d", "ln_d", "log_N", "exact", "eie"]  # EIE, the subject, drawn last (on top)
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4), squeeze=False)
 for ax, (d, N, N_max) in zip(axes[0], settings):
     n_grid = np.geomspace(N, N_max, 200)
@@ -139,7 +139,7 @@ for ax, (d, N, N_max) in zip(axes[0], settings):
     paper = lam_table[lam_table.d == d]
     ax.plot(paper.n, paper.lambda_paper, "x", color="black", ms=8, label="paper (Table %d)" % (5 if d == 16 else 7))
     ax.set(xlabel="$n$", ylabel=r"$\lambda(n)$", title=f"$d = {d}$, $N = {N}$ (Figure {3 if d == 16 else 4})")
-    length_axis(ax, N, N_max, log=False)
+    length_axis(ax, N, N_max)  # a log axis: the lengths N * 2^k are evenly spaced, their labels apart
     ax.legend(fontsize=8)
 save_figure(fig, "figure3_4_lambda", run=run)
 plt.show()

@@ -290,13 +290,17 @@ def tsplib_figure(results, N: int, base: str = "inv_sqrt_d"):
     panels = ("gap", "vs base") if base in shown else ("gap",)
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels) + 2.5, 4.2), squeeze=False)
     base_gap = gaps[gaps.method == base].set_index("name").gap_pct
+    shown.sort(key=lambda m: m == "eie")  # EIE, the subject, drawn last (on top)
+    markers = dict(zip(shown, "osv^DPX*<>hpd8H"))  # rivals may share a colour: each has its own marker
     for ax, panel in zip(axes[0], panels):
         for method in shown:
             part = gaps[gaps.method == method]
             values = part.gap_pct.to_numpy()
             if panel != "gap":
                 values = values - base_gap.reindex(part.name).to_numpy()
-            ax.plot(part.n, values, marker="o", ms=3, lw=0.8, label=methods.label(method), **rule_kwargs(method))
+            top = method == "eie"
+            ax.plot(part.n, values, marker=markers[method], ms=4 if top else 3, lw=2.0 if top else 0.8,
+                    zorder=5 if top else 2, label=methods.label(method), **rule_kwargs(method))
         ax.axvline(N, color="grey", lw=0.8, ls=":")
         if panel == "gap":
             if (gaps.gap_pct > 0).all():
