@@ -410,3 +410,22 @@ def test_entropy_invariant_scales_need_a_training_length_of_two():
     for call in (lambda: fit_eie(16, 1, 40), lambda: scaling.solve_exact(16, 1, 8)):
         with pytest.raises(ValueError, match="N must be an integer >= 2"):
             call()
+
+
+def test_a_filesystem_without_flock_falls_back_to_a_soft_lock(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    from eie.files import FileBusy, exclusive
+
+    def no_flock(*_):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    target = tmp_path / "model.pt"
+    with pytest.warns(UserWarning, match="no flock"), exclusive(target, "trained"):
+        assert (tmp_path / "model.pt.softlock").exists()
+        with pytest.raises(FileBusy, match="soft lock .*model.pt.softlock"):
+            with exclusive(target, "trained"):
+                pass
+    assert not (tmp_path / "model.pt.softlock").exists()  # released

@@ -23,8 +23,8 @@ so they pickle to any worker; a method registered only in a notebook cell does n
 workers, and is refused by name. Every worker must run the same checkout on a shared filesystem:
 each task compares the fingerprint of its own `eie` package with the driver's and refuses to run
 on a mismatch. Pieces are keyed by device type, as in a serial evaluation: a worker decodes on the
-device type of the key it was given. Locks use `flock`; a filesystem without it needs
-`filelock.SoftFileLock` (not built).
+device type of the key it was given. Locks use `flock`; on a filesystem without it they fall back,
+with a warning, to `filelock.SoftFileLock` (`eie.files.exclusive`).
 """
 
 from __future__ import annotations

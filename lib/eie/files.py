@@ -12,9 +12,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -102,6 +104,22 @@ class FileBusy(RuntimeError):
     """Another process holds the lock of this file."""
 
 
+def _soft_lock(path: Path, purpose: str, cause: OSError):
+    """Where the filesystem refuses flock: `filelock.SoftFileLock` on `<path>.softlock` (a file that
+    exists while held; one left by a killed process must be deleted by hand, as the message says)."""
+    from filelock import SoftFileLock, Timeout
+
+    soft = SoftFileLock(str(path.with_name(path.name + ".softlock")))
+    try:
+        soft.acquire(timeout=0)
+    except Timeout:
+        raise FileBusy(f"{path} is being {purpose} by another process (soft lock {soft.lock_file}: this filesystem "
+                       f"has no flock, {cause.strerror}); if no process holds it, delete that file") from None
+    warnings.warn(f"this filesystem has no flock ({cause.strerror}): {path} is locked with the soft lock "
+                  f"{soft.lock_file}, which a killed process leaves behind", stacklevel=3)
+    return soft
+
+
 @contextmanager
 def exclusive(path, purpose: str = "written"):
     """Hold an advisory lock on `path` (through `<path>.lock`) for the duration of the block.
@@ -118,12 +136,19 @@ def exclusive(path, purpose: str = "written"):
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = path.with_name(path.name + ".lock")
     handle = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+    soft = None
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise FileBusy(f"{path} is being {purpose} by another process right now (lock {lock}); wait for it to "
                            "finish, or use another run folder (-p run <name>)") from None
+        except OSError as error:  # a filesystem without flock (some network filesystems)
+            if error.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                raise
+            soft = _soft_lock(path, purpose, error)
         yield path
     finally:
+        if soft is not None:
+            soft.release()
         os.close(handle)  # releases the lock
