@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
@@ -110,7 +112,7 @@ def extrapolation_figure(results, ylabel: str, reference_label: str = "reference
                                 color=rule_kwargs(method)["color"])
             if value == "relative":
                 # the axis is set by the scaling rules, not by rivals an order of magnitude off (they are clipped)
-                near = stats.drop(index=[m for m in FAR_FROM_BASE if m in stats.index.get_level_values(0)])
+                near = stats[~stats.index.get_level_values(0).isin(FAR_FROM_BASE)]
                 reach = (near["mean"].abs() + near["std"].fillna(0)).max()
                 limit = max(5.0, 1.1 * float(reach)) if np.isfinite(reach) else 5.0
                 ax.set_ylim(-limit, limit)
@@ -291,7 +293,7 @@ def tsplib_figure(results, N: int, base: str = "inv_sqrt_d"):
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels) + 2.5, 4.2), squeeze=False)
     base_gap = gaps[gaps.method == base].set_index("name").gap_pct
     shown.sort(key=lambda m: m == "eie")  # EIE, the subject, drawn last (on top)
-    markers = dict(zip(shown, "osv^DPX*<>hpd8H"))  # rivals may share a colour: each has its own marker
+    markers = dict(zip(shown, itertools.cycle("osv^DPX*<>hpd8H")))  # rivals may share a colour: markers tell them apart
     for ax, panel in zip(axes[0], panels):
         for method in shown:
             part = gaps[gaps.method == method]
