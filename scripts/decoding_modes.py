@@ -91,9 +91,14 @@ def report(csv: Path, maximise: bool) -> str:
             rows.append({"method": label(method) if not method.startswith("const_") else f"λ = {method[6:]}/√d",
                          "n": n, "mode": mode, "per seed": ", ".join(f"{v:+.2f}" for v in effects.dropna()),
                          "effect": describe(summary)})
-        table = pd.DataFrame(rows)
         if setting:
             lines += [f"## {setting}", ""]
+        levels = part.groupby(["method", "n", "mode"], sort=False)["mean"].mean().unstack("mode")
+        lines += ["Mean objective by mode (mean over the seeds done): does the mode itself help?", "",
+                  "| method | n | " + " | ".join(levels.columns) + " |", "|---|---|" + "---|" * len(levels.columns)]
+        lines += [f"| {label(m) if not m.startswith('const_') else 'λ = ' + m[6:] + '/√d'} | {n} | "
+                  + " | ".join(f"{v:.3f}" for v in row) + " |" for (m, n), row in levels.iterrows()]
+        lines.append("")
         lines += ["| method | n | mode | per seed (%) | seed level |", "|---|---|---|---|---|"]
         lines += [f"| {r['method']} | {r['n']} | {r['mode']} | {r['per seed']} | {r['effect']} |" for r in rows]
         lines.append("")
