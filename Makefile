@@ -35,7 +35,7 @@ $(error PRESET=$(PRESET): no file $(PRESET_FILE); presets: $(basename $(notdir $
 endif
 endif
 
-.PHONY: setup study test unit nbval notebooks sync benchmarks lab findings lock clean-venv
+.PHONY: setup study test unit nbval lint notebooks sync benchmarks lab findings lock clean-venv
 
 setup: $(VENV)/.installed
 
@@ -66,7 +66,11 @@ study: setup
 	    "$$nb" "$(STUDY_OUT)/$$(basename $$nb)"; \
 	done
 
-test: unit nbval
+test: lint unit nbval
+
+# Static checks of the library, tests, scripts and notebooks (pyproject.toml's [tool.ruff]).
+lint: setup
+	$(BIN)/ruff check lib tests scripts benchmarks notebooks
 
 unit: setup
 	$(BIN)/python -m pytest tests/ -q

@@ -12,7 +12,6 @@ Run: python benchmarks/bench_device_agreement.py [--device cuda] [--lengths 100 
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 import torch

@@ -20,7 +20,7 @@ import yaml
 pytest.importorskip("dask.distributed")
 from dask.distributed import Client, LocalCluster  # noqa: E402
 
-from eie import distributed, study, worker  # noqa: E402
+from eie import distributed, worker  # noqa: E402
 from eie.files import load_tensors  # noqa: E402
 from eie.paths import repo_root  # noqa: E402
 

@@ -27,7 +27,7 @@ from .comparison import load_problem_results, paper_relative
 from .paper import paper_rows
 from .paths import repo_root
 from .problems import make_problem
-from .seed_level import EQUIVALENCE_MARGIN, seed_effects, seed_level_table
+from .seed_level import seed_effects, seed_level_table
 
 # (run, problem, what the run is): the runs that carry the verdict, in the order the README shows them.
 VERDICT_RUNS = (

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import GeneratedInstance, InfeasibleSolution, Problem, StepContext, first_bad
+from .base import GeneratedInstance, InfeasibleSolution, Problem, StepContext
 
 
 @dataclass(frozen=True)
