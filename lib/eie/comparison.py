@@ -6,7 +6,8 @@
   instances: per instance, each method's objective averaged over the seeds, then the mean
   difference with a 95 % t interval and a two-sided Wilcoxon signed-rank p-value, Holm-corrected
   over all the comparisons of one table;
-- `markdown_table`: a table (for example `study.table_by_method(..., mark="**{}**")`, the paper's
+- `table_by_method`: methods by n, 'mean (std over seeds)', the best of each column marked;
+- `markdown_table`: a table (for example `table_by_method(..., mark="**{}**")`, the paper's
   layout with the best mean of each column in bold) as markdown.
 
 The paired test answers "on these instances, with these trained models, is the difference
@@ -243,7 +244,6 @@ def problem_tables(problem: str, results: pd.DataFrame, objectives: dict, source
     relative to the 1/sqrt(d) model at the same n/N (ours / paper)."""
     from . import methods
     from .paper import TABLE_NUMBER, paper_rows, paper_table
-    from .study import table_by_method
 
     spec = make_problem(problem)
     number = TABLE_NUMBER.get(problem, "-")
@@ -298,3 +298,17 @@ def side_by_side(ours: pd.DataFrame, theirs: pd.DataFrame, digits: int = 1) -> p
     fmt = lambda v: "-" if pd.isna(v) else f"{v:.{digits}f}"  # noqa: E731
     return pd.DataFrame([[f"{fmt(a)} / {fmt(b)}" for a, b in zip(ours.loc[i], theirs.loc[i])] for i in ours.index],
                         index=ours.index, columns=ours.columns)
+
+
+def table_by_method(results: pd.DataFrame, value: str = "objective", digits: int = 2,
+                    maximise: bool = False, mark: str = "*{}") -> pd.DataFrame:
+    """Methods by n, each cell 'mean (std over seeds)'; the best mean per column (the lowest, or the
+    highest with `maximise`) formatted with `mark` ('*{}' by default, '**{}**' for markdown bold)."""
+    stats = results[results.method != "reference"].groupby(["method", "n"], sort=False)[value].agg(["mean", "std"])
+    means = stats["mean"].unstack("n")
+    cells = stats.apply(lambda r: f"{r['mean']:.{digits}f}" + ("" if np.isnan(r["std"]) else f" ({r['std']:.{digits}f})"),
+                        axis=1).unstack("n")
+    best = means.idxmax() if maximise else means.idxmin()
+    for n, method in best.items():
+        cells.loc[method, n] = mark.format(cells.loc[method, n])
+    return cells.loc[means.index]

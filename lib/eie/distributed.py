@@ -41,7 +41,7 @@ from .evaluation import fixed_test_set, greedy_costs
 from .evaluation_store import EvaluationStore, model_fingerprint
 from .problems import make_problem
 from .training import TrainConfig, finished_training
-from .worker import preset_parameters, use_threads
+from .presets import preset_parameters, use_threads
 
 _PACKAGE = Path(__file__).resolve().parent
 

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from . import methods as registry
 from . import scaling
+from .comparison import RESULT_FILES, load_problem_results, table_by_method  # noqa: F401  (study.table_by_method, as before)
 from .eie_net import fit_eie, load_eie_net, save_eie_net
 from .evaluation_store import EvaluationStore, function_fingerprint, model_fingerprint, rule_fingerprint, \
     tensors_fingerprint
@@ -246,8 +247,6 @@ def recompute_gaps(notebook: str, params: dict) -> pd.DataFrame:
     row's objective and each method's `gap_pct` (the formula of `evaluate`: the method's mean over
     the reference's instances against the reference's mean; positive = worse), and writes the
     table back. The methods' objectives are unchanged. Returns the new table."""
-    from .comparison import RESULT_FILES, load_problem_results
-
     problem_class = problem_for(notebook)
     out = results_dir(params["run"])
     found = load_problem_results(out, problem_class.name)
@@ -486,20 +485,6 @@ def eie_net_seconds(net, n: float, repeats: int = 101) -> float:
     """Median seconds of one evaluation lambda(n) of the EIE net (what EIE adds to a decoding run)."""
     with torch.no_grad():
         return median_seconds(lambda: net(float(n)), repeats)
-
-
-def table_by_method(results: pd.DataFrame, value: str = "objective", digits: int = 2,
-                    maximise: bool = False, mark: str = "*{}") -> pd.DataFrame:
-    """Methods by n, each cell 'mean (std over seeds)'; the best mean per column (the lowest, or the
-    highest with `maximise`) formatted with `mark` ('*{}' by default, '**{}**' for markdown bold)."""
-    stats = results[results.method != "reference"].groupby(["method", "n"], sort=False)[value].agg(["mean", "std"])
-    means = stats["mean"].unstack("n")
-    cells = stats.apply(lambda r: f"{r['mean']:.{digits}f}" + ("" if np.isnan(r["std"]) else f" ({r['std']:.{digits}f})"),
-                        axis=1).unstack("n")
-    best = means.idxmax() if maximise else means.idxmin()
-    for n, method in best.items():
-        cells.loc[method, n] = mark.format(cells.loc[method, n])
-    return cells.loc[means.index]
 
 
 def save_instance_costs(per_instance: dict, path) -> None:

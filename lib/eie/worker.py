@@ -43,46 +43,22 @@ carry/ once the run's results are committed (models/ stays: the notebooks read i
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from . import study
 from .evaluation_store import EvaluationStore
 from .files import FileBusy, copy_atomic, write_csv_atomic
-from .parameters import check_parameters, load_preset
+from .parameters import check_parameters, load_preset  # noqa: F401  (check_parameters: worker's callers)
+from .presets import notebook_defaults, preset_parameters, use_threads  # noqa: F401  (worker.preset_parameters, as before)
 from .paths import repo_root
 from .problems import training_notebooks
 from .training import (TrainConfig, checkpoint_epochs, checkpoint_log, export_policy, finished_training,
                        plateau_action)
-
-
-def notebook_defaults(notebook: str) -> dict:
-    """The values the `parameters` cell of notebooks/<notebook>.ipynb assigns."""
-    path = repo_root() / "notebooks" / f"{notebook}.ipynb"
-    if not path.is_file():
-        raise FileNotFoundError(f"no notebook {path}")
-    cells = json.loads(path.read_text())["cells"]
-    cell = next((c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])), None)
-    if cell is None:
-        raise ValueError(f"{path} has no cell tagged 'parameters'")
-    namespace: dict = {}
-    exec("".join(cell["source"]), namespace)  # plain assignments of literals
-    return {k: v for k, v in namespace.items() if not k.startswith("__")}
-
-
-def preset_parameters(preset, notebook: str) -> dict:
-    """The notebook's checked parameters under `preset` (a YAML file, as papermill -f reads it)."""
-    path = Path(preset)
-    if not path.is_file():
-        known = sorted(p.name for p in (repo_root() / "presets").glob("*.yaml"))
-        raise FileNotFoundError(f"no preset file {path}; presets: {known}")
-    return check_parameters(notebook, {**notebook_defaults(notebook), **load_preset(path)})
 
 
 def run_worker(preset, notebooks, poll_seconds: float = 30.0, seeds=None, rules=None) -> None:
@@ -328,17 +304,6 @@ def print_status(preset, notebook: str) -> None:
     print(f"{status.hours_spent.sum():.1f} h of epoch time spent in all, summed over the models' logged epochs "
           f"({status.hours_spent[status.state.isin(['finished', 'plateau', 'exported'])].sum():.1f} h on the trained ones)"
           + (f"; {untimed} model(s) logged no epoch times, not counted" if untimed else ""))
-
-
-def use_threads(count: int) -> None:
-    """Limit this process to `count` threads: torch's and the numba bin-packing kernel's
-    (`problems.placement_kernel`, which otherwise uses every core whatever torch is told)."""
-    torch.set_num_threads(count)
-    try:
-        import numba
-    except ImportError:  # pragma: no cover  (the torch path of `heightmap` runs without numba)
-        return
-    numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
 
 
 def main(argv=None) -> None:
