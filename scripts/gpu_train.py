@@ -12,11 +12,11 @@ checkpoint (`ckpt_<run>__<model>.pt`) and one tar of the workers' logs. What a d
 is bounded (`FILES`, `FILE_BYTES`, `TOTAL_BYTES`): the furthest checkpoints (by fraction of the
 budget done) are packed first, and the others are named as left behind.
 
-`unpack` writes each checkpoint into results/<run>/checkpoints/ (a checkpoint as far or further is
-kept) with its epoch log. A checkpoint written on a GPU holds the CUDA generator's state for the
-policy's sampling, which a CPU generator cannot take: its sampling stream restarts from the seed
-`eie.training.sampling_restart_seed(seed, epoch)`, so training after the device switch is exact from
-there on but is not the continuation the GPU would have run.
+`unpack` writes each checkpoint into results/<run>/checkpoints/ with its epoch log
+(`eie.training.install_checkpoint`; a checkpoint as far or further is kept). A checkpoint written on
+a GPU holds the CUDA generator's state, which a CPU generator cannot take: on resuming, its sampling
+stream restarts from `eie.training.sampling_restart_seed(seed, epoch)`, so training after the device
+switch is exact from there on but is not the continuation the GPU would have run.
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ import tarfile
 import time
 from pathlib import Path
 
-import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
-from eie.files import load_tensors, save_atomic, write_csv_atomic  # noqa: E402
-from eie.training import checkpoint_log, sampling_restart_seed  # noqa: E402
+from eie.files import load_tensors  # noqa: E402
+from eie.training import install_checkpoint  # noqa: E402
 
 FILES, FILE_BYTES, TOTAL_BYTES = 8, 16 * 2**20, 63 * 2**20
 
@@ -127,19 +126,7 @@ def unpack(folder: Path) -> None:
         run, name = path.name.removeprefix("ckpt_").split("__", 1)
         checkpoints = ROOT / "results" / run / "checkpoints"
         checkpoints.mkdir(parents=True, exist_ok=True)
-        target = checkpoints / name
-        payload = load_tensors(path, "training checkpoint")
-        if target.exists() and int(load_tensors(target, "training checkpoint")["epoch"]) >= payload["epoch"]:
-            print(f"{run}/{name}: this machine's checkpoint is as far; kept")
-            continue
-        restarted = ""
-        if payload["sample_gen"].numel() != torch.Generator().get_state().numel():  # a CUDA generator's state
-            restart = sampling_restart_seed(int(payload["config"]["seed"]), int(payload["epoch"]))
-            payload["sample_gen"] = torch.Generator().manual_seed(restart).get_state()
-            restarted = f" (sampling restarted from {restart})"
-        save_atomic(payload, target)
-        write_csv_atomic(checkpoint_log(target), checkpoints / f"{Path(name).stem}_log.csv")
-        print(f"{run}/{name}: checkpoint at epoch {payload['epoch']} into checkpoints/{restarted}")
+        print(f"{run}/{install_checkpoint(path, checkpoints / name)}")
 
 
 def main() -> None:

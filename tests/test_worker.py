@@ -539,3 +539,18 @@ def test_a_model_past_the_presets_epochs_is_reported_as_such(tmp_path, monkeypat
     worker.print_status(lowered, "03_train_tsp")
     out = capsys.readouterr().out
     assert "0 of 1 models trained" in out and "raise epochs to 3" in out
+
+
+def test_a_checkpoint_from_elsewhere_is_installed_with_its_log_unless_one_as_far_is_here(tmp_path, monkeypatch):
+    from eie.training import install_checkpoint
+
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
+    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
+    source = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0.pt"
+    target = tmp_path / "elsewhere" / "checkpoints" / source.name
+    target.parent.mkdir(parents=True)
+    assert "epoch 2" in install_checkpoint(source, target)
+    assert target.read_bytes() == source.read_bytes()
+    assert len(pd.read_csv(target.with_name("tsp_inv_sqrt_d_n6_seed0_log.csv"))) == 2
+    assert "kept" in install_checkpoint(source, target)

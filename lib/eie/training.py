@@ -326,6 +326,20 @@ def sampling_restart_seed(seed: int, epoch: int) -> int:
     return seed * 7919 + 2 + 1000 * epoch
 
 
+def install_checkpoint(source, target) -> str:
+    """Put a checkpoint written elsewhere (another machine or device) at `target`, where training
+    resumes it, with its epoch log beside it; one already at `target` with as many epochs is kept.
+    A checkpoint from another device type keeps its generator state as it is: resuming restarts the
+    sampling stream (`restore_sampling`). Returns what was done, in words."""
+    source, target = Path(source), Path(target)
+    payload = load_tensors(source, "training checkpoint")
+    if target.exists() and int(load_tensors(target, "training checkpoint")["epoch"]) >= int(payload["epoch"]):
+        return f"{target.name}: the checkpoint here is as far; kept"
+    copy_atomic(source, target)
+    write_csv_atomic(checkpoint_log(target), target.with_name(f"{target.stem}_log.csv"))
+    return f"{target.name}: checkpoint at epoch {payload['epoch']} into {target.parent}"
+
+
 def restore_sampling(sample_gen: torch.Generator, saved: torch.Tensor, seed: int, epoch: int) -> int | None:
     """Give `sample_gen` the saved state of a checkpoint trained for `epoch` epochs; where that state is
     another kind of generator's (a checkpoint moved between a CPU and a GPU), restart the stream from

@@ -11,8 +11,8 @@ first, as many as fit.
 
 `unpack` writes the exported policies into models/ (a file already there is kept) and the
 checkpoints into checkpoints/, where a CPU worker resumes them. A checkpoint written on a GPU holds
-the CUDA generator's state for the policy's sampling, which a CPU generator cannot take: its
-sampling stream is restarted from the seed `seed * 7919 + 2 + 1000 * epoch`, so training after the
+the CUDA generator's state for the policy's sampling, which a CPU generator cannot take: on resuming, its
+sampling stream restarts from the seed `seed * 7919 + 2 + 1000 * epoch`, so training after the
 device switch is not the continuation the GPU would have run (it is exact from there on).
 """
 
@@ -23,11 +23,10 @@ import sys
 import tarfile
 from pathlib import Path
 
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
-from eie.files import load_tensors, save_atomic, write_csv_atomic  # noqa: E402
-from eie.training import checkpoint_log, sampling_restart_seed  # noqa: E402
+from eie.files import load_tensors  # noqa: E402
+from eie.training import install_checkpoint  # noqa: E402
 
 RUN = Path(__file__).resolve().parent
 FILES, FILE_BYTES, TOTAL_BYTES, TAR_BYTES = 8, 16 * 2**20, 63 * 2**20, 15 * 2**20
@@ -83,20 +82,7 @@ def unpack(folder: Path) -> None:
                 target.write_bytes(data)
                 print(f"{member.name}: exported policy into models/")
     for path in sorted(folder.glob("ckpt_*.pt")):
-        name = path.name.removeprefix("ckpt_")
-        target = checkpoints / name
-        payload = load_tensors(path, "training checkpoint")
-        if target.exists() and int(load_tensors(target, "training checkpoint")["epoch"]) >= payload["epoch"]:
-            print(f"{name}: this machine's checkpoint is as far; kept")
-            continue
-        restarted = ""
-        if payload["sample_gen"].numel() != torch.Generator().get_state().numel():  # a CUDA generator's state
-            restart = sampling_restart_seed(int(payload["config"]["seed"]), int(payload["epoch"]))
-            payload["sample_gen"] = torch.Generator().manual_seed(restart).get_state()
-            restarted = f" (sampling restarted from {restart})"
-        save_atomic(payload, target)
-        write_csv_atomic(checkpoint_log(target), checkpoints / f"{Path(name).stem}_log.csv")
-        print(f"{name}: checkpoint at epoch {payload['epoch']} into checkpoints/{restarted}")
+        print(install_checkpoint(path, checkpoints / path.name.removeprefix("ckpt_")))
 
 
 def main() -> None:
