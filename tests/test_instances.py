@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from eie.evaluation import greedy_costs
-from eie.problems.base import GeneratedInstance
+from eie.problems.base import CheckedInstance
 from eie.training import TrainConfig, build_model
 
 PROBLEMS = [("tsp", {}), ("cvrp", {"capacity": 10.0}), ("bpp", {"length": 60, "width": 50})]
@@ -55,7 +55,7 @@ def test_decoding_with_no_allowed_action_stops_with_an_error():
     instance = model.problem.generate(2, 8, torch.Generator().manual_seed(0))
     instance["demand"][0, 3] = 5.0
     with at_most(20), torch.no_grad(), pytest.raises(RuntimeError, match="no allowed action"):
-        model.rollout(GeneratedInstance(instance))
+        model.rollout(CheckedInstance(instance))
 
 
 def test_a_zero_sized_box_is_refused_before_the_compiled_kernel():

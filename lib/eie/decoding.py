@@ -24,6 +24,7 @@ import torch
 from .evaluation import greedy_costs, method_applied
 from .methods import BoundMethod
 from .model import AttentionModel
+from .problems.base import CheckedInstance
 from .scaling import ScalingRule
 
 # the 8 symmetries of [-1, 1]^2: (swap x and y?, sign of x, sign of y)
@@ -61,7 +62,7 @@ def mode_costs(model: AttentionModel, instance: dict, method: BoundMethod | None
     """Per-instance costs (B,) of `model` with `method` applied, decoded in `mode` (`parse_mode`);
     `chunk` bounds the solutions decoded at once (instances x K)."""
     kind, k = parse_mode(mode)
-    model.problem.check_instance(instance)
+    instance = model.problem.check_instance(instance)
     if kind == "greedy":
         return greedy_costs(model, instance, method, chunk=chunk)
     if kind == "augment":
@@ -78,7 +79,7 @@ def mode_costs(model: AttentionModel, instance: dict, method: BoundMethod | None
     with method_applied(model, method):
         for start in range(0, batch, per_chunk):
             part = {key: value[start:start + per_chunk].to(device) for key, value in instance.items()}
-            repeated = {key: value.repeat(k, *([1] * (value.dim() - 1))) for key, value in part.items()}
+            repeated = CheckedInstance({key: value.repeat(k, *([1] * (value.dim() - 1))) for key, value in part.items()})
             seen = repeated if method is None else method.seen_by_model(repeated, model.problem)
             solution, _ = model.rollout(seen, "sample", generator)
             model.problem.check(repeated, solution)

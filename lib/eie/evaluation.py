@@ -21,7 +21,7 @@ import torch
 
 from .methods import BoundMethod
 from .model import AttentionModel
-from .problems.base import GeneratedInstance
+from .problems.base import CheckedInstance
 
 
 def extrapolation_lengths(n_train: int, n_max: int) -> list[int]:
@@ -50,12 +50,12 @@ def greedy_costs(model: AttentionModel, instance: dict, method: BoundMethod | No
     Every solution passes the problem's feasibility check before its cost is returned. Each chunk is
     moved to the model's device (a test set may stay in host memory); the costs are on that device.
     """
-    model.problem.check_instance(instance)
+    instance = model.problem.check_instance(instance)  # once: the chunks of a valid batch are valid
     device = next(model.parameters()).device
     batch = next(iter(instance.values())).shape[0]
     costs = []
     for start in range(0, batch, chunk):
-        part = {k: v[start:start + chunk].to(device) for k, v in instance.items()}
+        part = CheckedInstance({k: v[start:start + chunk].to(device) for k, v in instance.items()})
         costs.append(model.problem.cost(part, greedy_solutions(model, part, method)))
     return torch.cat(costs)
 
@@ -65,8 +65,8 @@ def greedy_solutions(model: AttentionModel, instance: dict, method: BoundMethod 
     """The greedy solutions of `instance` (one batch, on the model's device) with `method` applied
     (None: the model's own attention; a rescaling method rescales what the model sees), each
     checked for feasibility against `instance` itself."""
-    if not isinstance(instance, GeneratedInstance):
-        model.problem.check_instance(instance)
+    if not isinstance(instance, CheckedInstance):  # a chunk of `greedy_costs`, checked as a whole
+        instance = model.problem.check_instance(instance)
     model.eval()
     with method_applied(model, method):
         solution, _ = model.rollout(instance if method is None else method.seen_by_model(instance, model.problem),

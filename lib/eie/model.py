@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from .attention import Attention, AttentionContext
-from .problems.base import GeneratedInstance
+from .problems.base import CheckedInstance
 
 # What the encoder's linear layers may compute in: "bfloat16" runs them under autocast (a training
 # option, `eie.training.TrainConfig.precision`); the attention softmax and the decoder stay float32.
@@ -304,8 +304,8 @@ class AttentionModel(nn.Module):
         return solution, self.decoder.replay(cache, trace, self.attention)
 
     def _check(self, instance: dict) -> None:
-        """`Problem.check_instance` on any batch its problem's `generate` did not make."""
-        if not isinstance(instance, GeneratedInstance):
+        """`Problem.check_instance` on any batch not known to be valid (`CheckedInstance`)."""
+        if not isinstance(instance, CheckedInstance):
             self.problem.check_instance(instance)
 
     def _decode(self, instance: dict, cache: DecoderCache, decode: str, generator: torch.Generator | None,

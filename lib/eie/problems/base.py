@@ -85,10 +85,11 @@ class InfeasibleSolution(ValueError):
     """A finished solution that breaks the problem's constraints."""
 
 
-class GeneratedInstance(dict):
-    """A batch made by a problem's own `generate`: valid by construction, so decoding skips
-    `Problem.check_instance` on it (which reads values back from the device). Any other dict, a
-    slice or a rescaled copy of one included, is checked."""
+class CheckedInstance(dict):
+    """A batch known to be valid: made by a problem's own `generate`, or returned by
+    `Problem.check_instance`. The decoding loop and the chunks of an evaluation skip the check on it
+    (a check reads values back from the device); the public entry points (`greedy_costs`, the
+    reference solvers, the decoding modes) check whatever they are given once."""
 
 
 def first_bad(ok: torch.Tensor) -> tuple[int, ...] | None:
@@ -139,7 +140,8 @@ class Problem:
         """Raise ValueError, naming the instance index, the field and the bad value, unless `instance`
         is a batch this problem can decode and cost: a dict of tensors with the fields of
         `instance_fields`, of the right dtype and shape, the same batch and node counts, finite
-        values, and the ranges of `check_values`. Returns `instance`."""
+        values, and the ranges of `check_values`. Returns it as a `CheckedInstance` (checked again
+        if it was one: a generated batch may have been changed in place since)."""
         if not isinstance(instance, dict):
             raise ValueError(f"a {self.name} instance is a dict of tensors with keys {sorted(self.instance_fields)}, "
                              f"got {type(instance).__name__}")
@@ -173,7 +175,7 @@ class Problem:
                     raise ValueError(f"{self.name} instance {bad[0]}, field {key!r} at {bad[1:]}: "
                                      f"{value[bad].item()} is not finite")
         self.check_values(instance)
-        return instance
+        return CheckedInstance(instance)
 
     def check_values(self, instance: dict) -> None:
         """Problem-specific ranges (shapes, dtypes and finiteness are checked before): raise

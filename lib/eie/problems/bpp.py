@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import GeneratedInstance, InfeasibleSolution, Problem, StepContext, first_bad
+from .base import CheckedInstance, InfeasibleSolution, Problem, StepContext, first_bad
 from .heightmap import lowest_placements, oriented, place, resting_heights
 
 MIN_EDGE, MAX_EDGE = 10, 50
@@ -254,7 +254,7 @@ class BPP(Problem):
         if n < 1 or batch < 1:
             raise ValueError(f"a packing batch needs n >= 1 boxes and batch >= 1, got n={n}, batch={batch}")
         dims = torch.randint(MIN_EDGE, MAX_EDGE + 1, (batch, n, 3), generator=generator, device="cpu")  # drawn on the CPU
-        return GeneratedInstance(dims=dims.to(device))
+        return CheckedInstance(dims=dims.to(device))
 
     instance_fields = {"dims": (3, "integer")}
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import GeneratedInstance, InfeasibleSolution, Problem, StepContext, first_bad, reorder
+from .base import CheckedInstance, InfeasibleSolution, Problem, StepContext, first_bad, reorder
 
 DEPOT = 0
 _EPS = 1e-6
@@ -135,7 +135,7 @@ class CVRP(Problem):
         coords = torch.rand(batch, n + 1, 2, generator=generator, device="cpu") * 2 - 1
         demand = torch.rand(batch, n + 1, generator=generator, device="cpu")
         demand[:, DEPOT] = 0.0
-        return GeneratedInstance(coords=coords.to(device), demand=(demand / self.capacity).to(device))
+        return CheckedInstance(coords=coords.to(device), demand=(demand / self.capacity).to(device))
 
     instance_fields = {"coords": (2, "float"), "demand": (None, "float")}
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import GeneratedInstance, InfeasibleSolution, Problem, StepContext
+from .base import CheckedInstance, InfeasibleSolution, Problem, StepContext
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class TSP(Problem):
             raise ValueError(f"a TSP batch needs n >= 2 cities and batch >= 1, got n={n}, batch={batch}")
         # drawn on the CPU (the seeded generator's device): the same instances on any device
         coords = torch.rand(batch, n, 2, generator=generator, device="cpu") * 2 - 1
-        return GeneratedInstance(coords=coords.to(device))
+        return CheckedInstance(coords=coords.to(device))
 
     def check_values(self, instance: dict) -> None:
         if instance["coords"].shape[1] < 2:
