@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .best_known import read_best_known
 from .paths import repo_root
 
 # size bands of the tables: customers
@@ -78,26 +79,25 @@ def load_cvrplib(names=None, max_n: int | None = None, folder=None) -> list[CVRP
     import vrplib
 
     folder = Path(folder or cvrplib_dir())
-    table = folder / "best_known.csv"
-    if not table.is_file():
-        raise FileNotFoundError(f"no {table}: the CVRPLIB instances are expected in {folder}")
-    known = pd.read_csv(table)
-    missing = {"name", "best_known"} - set(known.columns)
-    if missing:
-        raise ValueError(f"{table} lacks the columns {sorted(missing)}")
+    known = read_best_known(folder, ".vrp")
     rows = known if names is None else known[known.name.isin(list(names))]
     if names is not None and len(rows) != len(set(names)):
         raise ValueError(f"unknown CVRPLIB instances {sorted(set(names) - set(known.name))}")
     out = []
-    for name, best in zip(rows.name, rows.best_known):
-        if Path(name).name != name:
-            raise ValueError(f"{table}: instance name {name!r} is not a plain file name")
+    for name, best in zip(rows.name, rows.best_known, strict=True):
         path = folder / f"{name}.vrp"
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} is listed in {table} but missing")
-        data = vrplib.read_instance(str(path))
-        coords, demand = np.asarray(data["node_coord"], dtype=np.float64), np.asarray(data["demand"], dtype=np.int64)
-        capacity, depot = int(data["capacity"]), list(np.atleast_1d(data["depot"]))
+        try:
+            data = vrplib.read_instance(str(path))
+            coords = np.asarray(data["node_coord"], dtype=np.float64)
+            demand = np.asarray(data["demand"], dtype=np.int64)
+            capacity, depot = int(data["capacity"]), list(np.atleast_1d(data["depot"]))
+        except Exception as error:
+            raise ValueError(f"{path} could not be read as a CVRPLIB file ({type(error).__name__}: {error}); "
+                             f"restore it from data/cvrplib/README.md's source") from error
+        if coords.ndim != 2 or coords.shape[1] != 2 or demand.shape != (len(coords),) \
+                or int(data.get("dimension", len(coords))) != len(coords):
+            raise ValueError(f"{path}: DIMENSION {data.get('dimension')}, {len(coords)} coordinates of shape "
+                             f"{coords.shape[1:]} and {len(demand)} demands do not agree")
         if depot != [0] or demand[0] != 0 or not np.isfinite(coords).all() or (demand[1:] <= 0).any() \
                 or (demand > capacity).any() or not float(best) > 0:
             raise ValueError(f"{path}: expected one depot (node 1 of the file), positive demands within the "

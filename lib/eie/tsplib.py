@@ -17,6 +17,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from .best_known import read_best_known
 from .evaluation import greedy_solutions
 from .evaluation_store import EvaluationStore, function_fingerprint, model_description, rule_fingerprint
 from .paths import repo_root
@@ -63,14 +64,12 @@ def load_tsplib(names=None, max_n: int | None = None, folder=None) -> list[TSPLI
     import vrplib
 
     folder = Path(folder) if folder is not None else tsplib_dir()
-    table_path = folder / "best_known.csv"
-    if not table_path.is_file():
-        raise FileNotFoundError(f"no {table_path}: the TSPLIB instances belong in {folder} (see data/tsplib/README.md)")
-    table = pd.read_csv(table_path)
+    table = read_best_known(folder, ".tsp", integer_columns=("n", "best_known"))
     if names is not None:
         unknown = sorted(set(names) - set(table.name))
         if unknown:
-            raise ValueError(f"TSPLIB instances {unknown} are not in {table_path}; choose from {', '.join(table.name)}")
+            raise ValueError(f"TSPLIB instances {unknown} are not in {folder / 'best_known.csv'}; "
+                             f"choose from {', '.join(table.name)}")
         table = table[table.name.isin(names)]
     if max_n is not None:
         table = table[table.n <= max_n]
@@ -81,13 +80,21 @@ def load_tsplib(names=None, max_n: int | None = None, folder=None) -> list[TSPLI
             data = vrplib.read_instance(str(path), compute_edge_weights=False)
             coords = np.asarray(data["node_coord"], dtype=np.float64)
             kind = data.get("edge_weight_type")
+            dimension = data.get("dimension")
         except Exception as error:
             raise ValueError(f"{path} could not be read as a TSPLIB file ({error}); restore it from "
                              f"data/tsplib/README.md's source") from error
         if kind != "EUC_2D":
             raise ValueError(f"{path}: EDGE_WEIGHT_TYPE is {kind!r}; only EUC_2D instances are scored here")
-        if coords.shape != (row.n, 2):
-            raise ValueError(f"{path}: {coords.shape[0]} coordinates, best_known.csv says n = {row.n}")
+        if coords.ndim != 2 or coords.shape[1] != 2:
+            raise ValueError(f"{path}: coordinates of shape {coords.shape}; EUC_2D needs two per city")
+        if dimension is not None and int(dimension) != len(coords):
+            raise ValueError(f"{path}: DIMENSION is {dimension} but the file lists {len(coords)} coordinates")
+        if len(coords) != row.n:
+            raise ValueError(f"{path}: {len(coords)} coordinates, best_known.csv says n = {row.n}")
+        if not np.isfinite(coords).all():
+            bad = int(np.flatnonzero(~np.isfinite(coords).all(1))[0]) + 1
+            raise ValueError(f"{path}: city {bad} has a coordinate that is not finite ({coords[bad - 1]})")
         instances.append(TSPLIBInstance(row.name, coords, int(row.best_known)))
     return instances
 
@@ -131,6 +138,9 @@ def evaluate_tsplib(models: dict, methods, instances, device=None, progress: boo
                    "method": method.key, "model": described[model_key], "N": method.N,
                    "lambdas": rule_fingerprint(method.rule, instance.n), "device": device.type}
             length = float(store.get_or_compute(key, tour_length)[0])
+            if length < instance.best_known:
+                raise ValueError(f"{instance.name}: a checked tour of length {length:g} is shorter than the "
+                                 f"optimum {instance.best_known} in best_known.csv; the table is wrong for it")
             rows.append({"name": instance.name, "n": instance.n, "band": instance.band, "method": method.key,
                          "seed": seed, "length": length, "best_known": instance.best_known,
                          "gap_pct": 100 * (length / instance.best_known - 1)})
