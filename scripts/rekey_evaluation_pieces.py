@@ -1,7 +1,7 @@
 """Keep a run's stored evaluation pieces readable after an edit to the decoding modules that does not
 change any value, after checking on a sample that it does not.
 
-    python scripts/rekey_evaluation_pieces.py PRESET NOTEBOOK [--samples 6] [--max-factor 2]
+    python scripts/rekey_evaluation_pieces.py PRESET NOTEBOOK [--samples 6] [--max-factor 2] [--fill]
 
 A stored piece is named by a hash of its key and of the source of the modules that compute it
 (`eie.evaluation_store`), so any edit to those modules, a new input check say, makes every piece
@@ -10,6 +10,11 @@ the run's committed per-instance results (random method, seed and n up to `--max
 setting of the notebook) with today's code and requires each to equal the committed values exactly;
 only then does it rename every stale piece of the run (results/<run>/checkpoints/evaluation/ and
 carry/evaluation/) to the name today's code looks up. A mismatch renames nothing and exits 1.
+
+With `--fill` it also writes, under today's keys, the method pieces that the store lacks but the
+committed per-instance results hold (models whose pieces were never kept, evaluated on another
+machine): the notebook's evaluation then reads them instead of decoding those models again, and
+decodes only models the committed results do not cover. Filling follows the same sample check.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 from eie import study  # noqa: E402
 from eie.comparison import load_instance_objectives  # noqa: E402
 from eie.evaluation import fixed_test_set, greedy_costs  # noqa: E402
-from eie.evaluation_store import EvaluationStore  # noqa: E402
+from eie.evaluation_store import EvaluationStore, model_fingerprint  # noqa: E402
 from eie.files import load_tensors  # noqa: E402
 from eie.problems import make_problem  # noqa: E402
 from eie.worker import preset_parameters  # noqa: E402
@@ -86,18 +91,61 @@ def rekey(run: str) -> int:
     return moved
 
 
+class CommittedValues(EvaluationStore):
+    """The run's store, where a method piece it lacks is taken from the committed per-instance results
+    (matched by setting, method, n and the model's weights) and kept; nothing is decoded."""
+
+    def __init__(self, store: EvaluationStore, committed: dict, seed_of_weights: dict):
+        super().__init__(store.folder, carried=store.carried)
+        self.committed, self.seed_of_weights, self.filled = committed, seed_of_weights, 0
+
+    def get_or_compute(self, key: dict, compute) -> np.ndarray:
+        values = self.get(key)
+        if values is not None or key.get("kind") != "method":
+            return values if values is not None else super().get_or_compute(key, compute)
+        seed = self.seed_of_weights[key["model"]["weights"]]
+        values = self.committed[(key["setting"], key["method"], seed, key["n"])]
+        self.put(key, values)
+        self.filled += 1
+        return values
+
+
+def fill(params: dict, notebook: str) -> int:
+    """Write the method pieces of every finished model the committed results cover; returns how many."""
+    committed = load_instance_objectives(study.results_dir(params["run"], create=False)
+                                         / make_problem(study.training_setups(notebook, params)[0]["config"]["problem"])
+                                         .result_files[1])
+    covered = {(setting, seed) for setting, _, seed, _ in committed}
+    params = {**params, "progress": False}
+    d = study.training_setups(notebook, params)[0]["config"]["model"].head_dim
+    net, table = study.ensure_scales(d, params["n_train"], params["n_max"], run=params["run"])
+    methods = study.bind_methods(study.method_keys(params), d, params["n_train"], net, table)
+    store = CommittedValues(study.run_evaluation_store(params["run"]), committed, {})
+    for setting, models in study.finished_models(notebook, params).items():
+        models = {key: model for key, model in models.items() if (setting, key[1]) in covered}
+        store.seed_of_weights.update({model_fingerprint(model): seed for (_, seed), model in models.items()})
+        problem = next(iter(models.values())).problem if models else None
+        if problem is not None:
+            for _ in study._evaluate_setting(problem, params, methods, models, store):
+                pass
+    return store.filled
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("preset")
     parser.add_argument("notebook")
     parser.add_argument("--samples", type=int, default=6)
     parser.add_argument("--max-factor", type=int, default=2, help="check entries at n <= this x N (cheap ones)")
+    parser.add_argument("--fill", action="store_true", help="also write the missing pieces of committed results")
     args = parser.parse_args()
     params = preset_parameters(args.preset, args.notebook)
     if not verify(params, args.notebook, args.samples, args.max_factor):
         print("today's code does not reproduce the committed values: no piece renamed")
         return 1
     print(f"{rekey(params['run'])} pieces of results/{params['run']}/ renamed to today's keys")
+    if args.fill:
+        print(f"{fill(params, args.notebook)} missing pieces written from the committed per-instance results")
     return 0
 
 

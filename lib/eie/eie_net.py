@@ -41,7 +41,8 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from .entropy import entropy_eq6
+from .entropy import entropy_eq6, eq6_bytes
+from .memory import check_fits
 from .files import load_tensors, save_atomic
 from .validation import check_d, check_lengths, check_n
 
@@ -192,6 +193,9 @@ def fit_eie(
         raise ValueError(f"n_sampling must be 'uniform' or 'log-uniform', got {n_sampling!r}")
     if epochs < 1 or batch_size < 1:
         raise ValueError(f"epochs and batch_size must be >= 1, got {epochs} and {batch_size}")
+    check_fits(f"the EIE fit (batch {batch_size} x {samples} rows)",
+               lambda n: eq6_bytes(batch_size, samples, n), N_max, name="N_max", low=N + 1,
+               advice="lower N_max, batch_size or samples")
     torch.manual_seed(seed)
     net = EIENet(config)
     target = entropy_eq6(N, 1 / math.sqrt(d), d, samples=target_samples, seed=seed + 1, control_variates=True)

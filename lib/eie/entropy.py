@@ -68,6 +68,21 @@ def chi2_strata(d: int, samples: int, generator: torch.Generator | None = None) 
     return torch.as_tensor(stats.chi2.ppf(u.numpy(), d), dtype=torch.float64)
 
 
+# Peak bytes per element (pair x sample x node) of `_row_entropies` while autograd keeps every chunk's
+# intermediates (the shifted logits, their exp, the products): measured 22-24 bytes in float32 for
+# the EIE fit and lambda* (`benchmarks/bench_memory_estimates.py`), so six values of the dtype.
+VALUES_PER_ELEMENT = 6
+
+
+def eq6_bytes(pairs: int, samples: int, n_max: int, grad: bool = True, dtype: torch.dtype = torch.float32) -> int:
+    """Estimated peak memory of `entropy_eq6` over `pairs` (n, lambda) pairs with `samples` rows up to
+    n_max nodes: the shared normals and their running maxima, plus the chunks' intermediates (all of
+    them kept when a gradient is wanted, one chunk's worth otherwise)."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    rows = pairs if grad else min(pairs, max(1, _CHUNK_ELEMENTS // (samples * n_max)))
+    return int(itemsize * samples * n_max * (2 + VALUES_PER_ELEMENT * rows))
+
+
 def _row_entropies(n: torch.Tensor, sigma: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
     """Entropy of softmax(sigma[b, m] * z[m, :n[b]]) for every (b, m): shape (B, M).
 

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from .attention import Attention
+from .memory import check_fits
 from .methods import BoundMethod
 from .model import AttentionModel
 from .problems.base import CheckedInstance
@@ -36,8 +38,39 @@ def extrapolation_lengths(n_train: int, n_max: int) -> list[int]:
 
 def fixed_test_set(problem, n: int, size: int, seed: int = 1234, device="cpu") -> dict:
     """The fixed test set of `size` instances at size n (the same for every method and model seed)."""
+    one = problem.generate(1, n, torch.Generator().manual_seed(0))
+    per_instance = sum(value.element_size() * value.numel() for value in one.values())
+    check_fits(f"a test set of {size} instances", lambda instances: instances * per_instance, size, device,
+               name="size", low=1, advice="lower test_size")
     generator = torch.Generator().manual_seed(seed * 1_000_003 + n)
     return problem.generate(size, n, generator, device)
+
+
+# Peak bytes of greedy decoding per (instance, node) and unit of the model width (float32 activations
+# of the encoder layers, the decoder's cache and its step tensors; measured 16-21 x 4 bytes x width
+# for TSP and CVRP, plain attention and rotary, at n = 200-1600: `benchmarks/bench_memory_estimates.py`), and per
+# (instance, node pair, head) for an attention with an additive bias (the bias and its masked copy).
+BYTES_PER_NODE_AND_WIDTH = 24 * 4
+BYTES_PER_PAIR_AND_HEAD = 6
+
+
+def decoding_bytes(model, n: int, chunk: int, method: BoundMethod | None = None) -> int:
+    """Estimated peak memory of `greedy_costs(model, ..., method, chunk)` on instances of n nodes."""
+    config = getattr(model, "config", None)
+    width, heads = getattr(config, "dim", 128), getattr(config, "heads", 8)
+    attention = (method.method.attention if method is not None and method.method.attention is not None
+                 else type(getattr(model, "attention", None)))
+    biased = isinstance(attention, type) and issubclass(attention, Attention) and attention.bias is not Attention.bias
+    return int(chunk * n * width * BYTES_PER_NODE_AND_WIDTH + (chunk * n * n * heads * BYTES_PER_PAIR_AND_HEAD if biased else 0))
+
+
+def check_decoding_fits(model, n: int, chunk: int, method: BoundMethod | None = None, device=None) -> None:
+    """Refuse (`eie.memory.NotEnoughMemory`) greedy decoding at n nodes in chunks of `chunk` when its
+    estimated peak exceeds the memory available on the model's device."""
+    device = device if device is not None else next(model.parameters()).device
+    check_fits("greedy decoding of a chunk of {} instances".format(chunk),
+               lambda size: decoding_bytes(model, size, chunk, method), n, device,
+               advice="lower n_max, or the chunk (eval_chunk) to decode fewer instances at once")
 
 
 @torch.no_grad()
@@ -53,6 +86,7 @@ def greedy_costs(model: AttentionModel, instance: dict, method: BoundMethod | No
     instance = model.problem.check_instance(instance)  # once: the chunks of a valid batch are valid
     device = next(model.parameters()).device
     batch = next(iter(instance.values())).shape[0]
+    check_decoding_fits(model, model.problem.size(instance), min(chunk, batch), method, device)
     costs = []
     for start in range(0, batch, chunk):
         part = CheckedInstance({k: v[start:start + chunk].to(device) for k, v in instance.items()})

@@ -28,7 +28,8 @@ import pandas as pd
 import torch
 from scipy.interpolate import PchipInterpolator
 
-from .entropy import entropy_eq6
+from .entropy import entropy_eq6, eq6_bytes
+from .memory import check_fits
 from .validation import check_d, check_lengths, check_n
 
 
@@ -196,6 +197,9 @@ def solve_exact(
         np.round(np.geomspace(N, N_max, grid_points)),
         N * 2.0 ** np.arange(0, int(np.floor(np.log2(N_max / N))) + 1),
     ])).astype(np.int64)
+    check_fits(f"lambda* on a grid of {len(grid)} lengths x {samples} rows",
+               lambda n: eq6_bytes(len(grid), samples, n), N_max, name="N_max", low=N,
+               advice="lower N_max or samples")
     target = entropy_eq6(N, 1 / math.sqrt(d), d, samples=target_samples, seed=seed + 1, control_variates=True)
     h0 = float(target.mean)
     n_t = torch.as_tensor(grid)

@@ -23,7 +23,7 @@ from .comparison import RESULT_FILES, load_problem_results, table_by_method  # n
 from .eie_net import fit_eie, load_eie_net, save_eie_net
 from .evaluation_store import EvaluationStore, function_fingerprint, model_fingerprint, rule_fingerprint, \
     tensors_fingerprint
-from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
+from .evaluation import check_decoding_fits, extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
 from .methods import BoundMethod
 from .problems import problem_trained_by, training_notebooks
 from .paths import eie_net_path, exact_table_path, results_dir
@@ -161,6 +161,11 @@ def _evaluate_setting(problem, params: dict, methods: list[BoundMethod], setting
     models it is given, so methods whose models have other seeds (`seeds_by_rule`, or models not
     all finished, `evaluate_finished`) go in their own call; the reference, computed once, is read
     back from the store by the later calls. Yields each call's (results, objectives, reference)."""
+    any_model = next(iter(setting_models.values()))
+    longest = extrapolation_lengths(params["n_train"], params["n_max"])[-1]
+    for method in methods:  # before the first length: it is the longest that may not fit
+        check_decoding_fits(any_model, longest, min(params["eval_chunk"], params["test_size"]), method,
+                            resolve_device(params["device"]))
     for group in _methods_by_seeds(methods, setting_models):
         keys = {method.model_key for method in group}
         yield evaluate(
