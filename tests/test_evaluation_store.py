@@ -160,3 +160,25 @@ def test_a_piece_of_the_wrong_length_or_with_nan_is_computed_again(tmp_path):
             assert store.get(key) is None
         assert list(store.get_or_compute(key, lambda: np.arange(4.0))) == [0.0, 1.0, 2.0, 3.0]
         assert list(store.get(key)) == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_a_piece_is_keyed_by_the_versions_of_the_packages_that_compute_it(monkeypatch):
+    """Another torch (every kind) or another LKH / HGS release (the reference) gives another name, so
+    values computed by other versions are not read back as if they were today's."""
+    method, reference = {"kind": "method", "problem": "tsp", "n": 20}, {"kind": "reference", "problem": "tsp", "n": 20}
+    store = EvaluationStore(Path("/nowhere"))
+    names = {kind: store._path(key) for kind, key in (("method", method), ("reference", reference))}
+    real = evaluation_store.package_versions
+    assert set(real("reference")) == {"torch", "numpy", "elkai", "pyvrp"} and "pyvrp" not in real("method")
+    try:
+        for package in ("torch", "pyvrp"):
+            monkeypatch.setattr(evaluation_store, "package_versions",
+                                lambda kind, package=package: {name: "0.0.0" if name == package else version
+                                                                   for name, version in real(kind).items()})
+            evaluation_store.source_hash.cache_clear()
+            assert store._path(reference) != names["reference"]
+            assert (store._path(method) != names["method"]) == (package == "torch")
+    finally:
+        monkeypatch.undo()
+        evaluation_store.source_hash.cache_clear()
+    assert store._path(method) == names["method"]

@@ -1,6 +1,7 @@
 """What a user meets on the first day: unsafe loading, silent wrong results, grad-mode traps, two
 writers on one checkpoint, bad lengths, figures of one run overwriting another's."""
 
+import errno
 import math
 import subprocess
 import sys
@@ -33,6 +34,16 @@ def test_fit_and_solve_work_with_gradients_disabled():
         table = scaling.solve_exact(16, 20, 40, grid_points=3, samples=256, target_samples=1024)
     assert np.isfinite(history.loss).all() and len(history.loss) == 3
     assert table.lam[-1] > table.lam[0] > 0
+
+
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode])
+def test_fit_solve_and_train_work_under_inference_mode_too(tmp_path, mode):
+    with mode():
+        net, history = fit_eie(16, 20, 40, epochs=2, batch_size=8, target_samples=1024, progress=False)
+        table = scaling.solve_exact(16, 20, 40, grid_points=3, samples=256, target_samples=1024)
+        result = train(TrainConfig(epochs=1, **SMALL), tmp_path, progress=False, device="cpu")
+        assert torch.is_inference_mode_enabled() == (mode is torch.inference_mode)
+    assert np.isfinite(history.loss).all() and table.lam[-1] > 0 and len(result.log) == 1
 
 
 def test_training_works_with_gradients_disabled(tmp_path):
@@ -234,6 +245,31 @@ def test_atomic_save_leaves_the_previous_file_when_interrupted(tmp_path):
         save_atomic({"x": Unsaveable()}, path)
     assert torch.equal(torch.load(path, weights_only=True)["x"], torch.ones(2))
     assert not list(tmp_path.glob("*.tmp"))
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full to fill a disk")
+def test_a_full_disk_is_named_as_such_and_leaves_the_previous_file(tmp_path, monkeypatch):
+    import builtins
+
+    from eie import files
+
+    target = save_atomic({"weights": torch.ones(3)}, tmp_path / "model.pt")
+    before = target.read_bytes()
+    monkeypatch.setattr(files, "open", lambda name, mode="r": builtins.open("/dev/full", mode), raising=False)
+    with pytest.raises(OSError, match="no space left on the disk holding .* while writing model.pt") as caught:
+        save_atomic({"weights": torch.zeros(10_000)}, target)
+    assert caught.value.errno == errno.ENOSPC and "unexpected pos" not in str(caught.value)
+    assert target.read_bytes() == before and list(tmp_path.iterdir()) == [target]
+
+
+def test_resolve_device_refuses_a_device_this_machine_lacks():
+    from eie.training import resolve_device
+
+    if not torch.backends.mps.is_available():
+        with pytest.raises(ValueError, match="'mps' asked for, but Apple's Metal backend is not available"):
+            resolve_device("mps")
+    with pytest.raises(ValueError, match="cuda:99"):
+        resolve_device("cuda:99")
 
 
 def test_the_same_payload_saved_twice_gives_the_same_bytes(tmp_path):

@@ -44,6 +44,7 @@ from tqdm import tqdm
 from .entropy import entropy_eq6, eq6_bytes
 from .memory import check_fits
 from .files import load_tensors, save_atomic
+from .grad_mode import with_gradients
 from .validation import check_d, check_lengths, check_n
 
 FORMAT = "eie-net/1"
@@ -165,7 +166,7 @@ class FitHistory:
     target_se: float
 
 
-@torch.enable_grad()
+@with_gradients
 def fit_eie(
     d: int,
     N: int,

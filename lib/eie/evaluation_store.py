@@ -8,8 +8,9 @@ sites, n mode and precision, the problem's options, the method with its lambda a
 the test instances themselves and the device type; for the reference, the instances and the
 solver's options; for both, the source of the modules that compute that kind of piece
 (`SOURCES`, and of the piece's own problem, `PROBLEM_SOURCES`: an edit there makes those pieces
-miss, an edit elsewhere keeps them, an edit to bin packing's modules the routing problems' pieces) and of the
-function that builds the pieces (`eie.study.evaluate`). `eie.tsplib.evaluate_tsplib` keeps its tours'
+miss, an edit elsewhere keeps them, an edit to bin packing's modules the routing problems' pieces), of the
+function that builds the pieces (`eie.study.evaluate`) and the versions of the packages that compute them
+(`PACKAGES`: torch and numpy, and for the reference the solvers). `eie.tsplib.evaluate_tsplib` keeps its tours'
 lengths the same way (kind "tsplib": one per instance, method and seed). A rerun reads a piece back instead of
 computing it; anything changed simply misses and is computed again.
 
@@ -58,6 +59,24 @@ def _source_files(kind: str, problem: str | None) -> list[str]:
     return names
 
 
+# The installed packages whose version can change each kind of piece: torch computes every decoding
+# (and the reference's instances); LKH (elkai) and HGS (pyvrp) the reference solutions.
+PACKAGES = {"method": ("torch", "numpy"), "tsplib": ("torch", "numpy"), "reference": ("torch", "numpy", "elkai", "pyvrp")}
+
+
+def package_versions(kind: str) -> dict:
+    """{package: installed version, or 'absent'} of the packages `PACKAGES` names for `kind`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for package in PACKAGES.get(kind, ()):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "absent"
+    return found
+
+
 @lru_cache(maxsize=None)
 def source_hash(kind: str, problem: str | None = None) -> str:
     """A hash of the source of the modules that compute pieces of `kind` (a key of `SOURCES`) for
@@ -65,6 +84,8 @@ def source_hash(kind: str, problem: str | None = None) -> str:
     if kind not in SOURCES:
         raise ValueError(f"unknown kind of evaluation piece {kind!r}; choose from {', '.join(SOURCES)}")
     digest = hashlib.sha256()
+    for package, version in package_versions(kind).items():
+        digest.update(f"{package}=={version}".encode())
     for name in _source_files(kind, problem):
         path = _PACKAGE / name
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:

@@ -38,9 +38,21 @@ def _written_then_renamed(path):
     try:
         yield temporary
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, (OSError, RuntimeError)) and _disk_full(error):
+            free = shutil.disk_usage(path.parent).free
+            raise OSError(errno.ENOSPC, f"no space left on the disk holding {path.parent} ({free / 2**20:.0f} MiB "
+                                        f"free) while writing {path.name}; the previous file, if any, is intact: "
+                                        f"free some space and run again") from error
         raise
+
+
+def _disk_full(error: BaseException) -> bool:
+    """Whether a failed write failed for want of space (torch's archive writer reports it as an
+    'unexpected pos' or a failed file write rather than as ENOSPC)."""
+    return getattr(error, "errno", None) == errno.ENOSPC or any(
+        sign in str(error) for sign in ("No space left", "unexpected pos", "file write failed"))
 
 
 def save_atomic(payload, path) -> Path:

@@ -180,7 +180,7 @@ def _device(value):
     return value
 
 
-DEVICE = Check("'auto', 'cpu', 'cuda' or 'cuda:<index>'", "auto", _device)
+DEVICE = Check("'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'", "auto", _device)
 SEEDS = list_of(integer(0), [0, 1], unique=True)
 SETTINGS = list_of(list_of(integer(1), [16, 100, 1600], length=3), [[16, 100, 1600]])
 

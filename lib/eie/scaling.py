@@ -30,6 +30,7 @@ from scipy.interpolate import PchipInterpolator
 
 from .entropy import entropy_eq6, eq6_bytes
 from .memory import check_fits
+from .grad_mode import with_gradients
 from .validation import check_d, check_lengths, check_n
 
 
@@ -172,7 +173,7 @@ class ExactTable:
         return table
 
 
-@torch.enable_grad()  # Newton's derivative comes from autograd, whatever the caller's grad mode
+@with_gradients  # Newton's derivative comes from autograd, whatever the caller's grad mode
 def solve_exact(
     d: int,
     N: int,

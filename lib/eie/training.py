@@ -36,6 +36,7 @@ from scipy import stats
 from tqdm import tqdm
 
 from .evaluation import greedy_costs
+from .grad_mode import gradients_on
 from .files import (FileBusy, copy_atomic, exclusive, load_tensors, remove_stale_temporaries, save_atomic,
                     write_csv_atomic)
 from . import methods
@@ -136,6 +137,11 @@ def resolve_device(device: str = "auto") -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} asked for, but CUDA is not available here; use 'cpu' or 'auto'")
+    if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
+        raise ValueError(f"device {device!r} asked for, but this machine has {torch.cuda.device_count()} CUDA "
+                         f"device(s), numbered from 0")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("device 'mps' asked for, but Apple's Metal backend is not available here; use 'cpu' or 'auto'")
     return torch.device(device)
 
 
@@ -241,7 +247,7 @@ def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "
     name = name or f"{config.problem}_{config.rule}_n{config.n_train}_seed{config.seed}"
     checkpoint, log_path = run_dir / f"{name}.pt", run_dir / f"{name}_log.csv"
     try:
-        with exclusive(checkpoint, "trained"), torch.enable_grad():  # the caller's grad mode does not matter
+        with exclusive(checkpoint, "trained"), gradients_on():  # the caller's grad mode does not matter
             remove_stale_temporaries(checkpoint)
             if carry_dir is not None:
                 resume_from_carry(checkpoint, log_path, Path(carry_dir))
