@@ -2,7 +2,7 @@
 
 Each case runs in a fresh process (peak RSS is per process; the growth over the process's size before
 the call is what the estimate covers): greedy decoding of TSP and CVRP with plain attention, rotary and a
-distance bias (`eie.evaluation.decoding_bytes`), the EIE fit and lambda* (`eie.entropy.eq6_bytes`).
+distance bias (`eie.evaluation.decoding_bytes`), a training step (`eie.training.training_step_bytes`), the EIE fit and lambda* (`eie.entropy.eq6_bytes`).
 An estimate is meant to be at or above the measurement (ratio >= 1) and within a small factor of it.
 Run: python benchmarks/bench_memory_estimates.py   (about a minute on one core)
 """
@@ -14,7 +14,7 @@ import sys
 
 CASES = ["decode tsp inv_sqrt_d 400 32", "decode tsp inv_sqrt_d 1600 16", "decode cvrp inv_sqrt_d 800 32",
          "decode tsp rope 800 16", "decode tsp dist_bias 800 16", "fit - - 2000 -", "fit - - 8000 -",
-         "exact - - 200 -", "exact - - 800 -"]
+         "exact - - 200 -", "exact - - 800 -", "train tsp - 100 64", "train cvrp - 200 32"]
 
 
 def measure(kind: str, problem: str, method_key: str, n: int, chunk: str) -> dict:
@@ -25,7 +25,7 @@ def measure(kind: str, problem: str, method_key: str, n: int, chunk: str) -> dic
     from eie.entropy import eq6_bytes
     from eie.evaluation import decoding_bytes, fixed_test_set, greedy_costs
     from eie.scaling import solve_exact
-    from eie.training import TrainConfig, build_model
+    from eie.training import TrainConfig, build_model, train, training_step_bytes
 
     torch.set_num_threads(1)
     if kind == "decode":
@@ -40,6 +40,14 @@ def measure(kind: str, problem: str, method_key: str, n: int, chunk: str) -> dic
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         fit_eie(16, 10, n, epochs=3, progress=False)
         estimate = eq6_bytes(256, 16, n)
+    elif kind == "train":
+        import tempfile
+
+        config = TrainConfig(rule="inv_sqrt_d", n_train=n, problem=problem, batch_size=int(chunk), epochs=1,
+                             steps_per_epoch=1, baseline_eval_size=int(chunk))
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        train(config, tempfile.mkdtemp(), progress=False, device="cpu")
+        estimate = training_step_bytes(config)
     else:
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         table = solve_exact(16, 10, n)

@@ -13,7 +13,7 @@ from eie.entropy import eq6_bytes
 from eie.evaluation import decoding_bytes, fixed_test_set, greedy_costs
 from eie.problems import make_problem
 from eie.scaling import solve_exact
-from eie.training import TrainConfig, build_model
+from eie.training import TrainConfig, build_model, train
 
 GIB = 2**30
 
@@ -74,3 +74,10 @@ def test_the_evaluation_of_a_run_is_refused_before_its_first_length(one_gib, mon
     monkeypatch.setattr(study, "evaluate", lambda *a, **k: pytest.fail("evaluation started"))
     with pytest.raises(memory.NotEnoughMemory, match="at n = 81920 .* the largest n that fits is"):
         next(study._evaluate_setting(make_problem("tsp"), params, methods, {("inv_sqrt_d", 0): model}, None))
+
+
+def test_training_refuses_a_batch_that_does_not_fit_before_writing_anything(tmp_path):
+    config = TrainConfig(rule="inv_sqrt_d", n_train=100, batch_size=10**9, epochs=1)
+    with pytest.raises(memory.NotEnoughMemory, match="training step of 1000000000 instances .* largest batch_size"):
+        train(config, tmp_path / "run", progress=False, device="cpu")
+    assert not (tmp_path / "run").exists()

@@ -37,6 +37,7 @@ from tqdm import tqdm
 
 from .evaluation import greedy_costs
 from .grad_mode import gradients_on
+from .memory import check_fits
 from .files import (FileBusy, copy_atomic, exclusive, load_tensors, remove_stale_temporaries, save_atomic,
                     write_csv_atomic)
 from . import methods
@@ -130,6 +131,19 @@ def build_model(config: TrainConfig, device="cpu") -> AttentionModel:
     model = (method.model or AttentionModel)(problem, attention, config.model).to(device)
     model.encoder_precision = config.precision
     return model
+
+
+# Peak bytes of one REINFORCE step per (instance, node) and unit of the model width (activations kept
+# for the backward pass; measured 120-130 x 4 bytes x width for TSP and CVRP at n = 100-200, batch 64),
+# and per (instance, node pair): the decoder's per-step logits kept for every step.
+TRAIN_BYTES_PER_NODE_AND_WIDTH = 160 * 4
+TRAIN_BYTES_PER_PAIR = 64
+
+
+def training_step_bytes(config: TrainConfig, batch_size: int | None = None) -> int:
+    """Estimated peak memory of one training step of `config` (at `batch_size` if given)."""
+    batch, n = batch_size or config.batch_size, config.n_train
+    return int(batch * n * (config.model.dim * TRAIN_BYTES_PER_NODE_AND_WIDTH + n * TRAIN_BYTES_PER_PAIR))
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -242,6 +256,8 @@ def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "
     (`finished_training`), that policy is returned and nothing is trained.
     """
     device = resolve_device(device)
+    check_fits(f"a training step of {config.batch_size} instances", lambda batch: training_step_bytes(config, batch),
+               config.batch_size, device, name="batch_size", low=1, advice="lower batch_size")
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     name = name or f"{config.problem}_{config.rule}_n{config.n_train}_seed{config.seed}"
