@@ -31,14 +31,14 @@
 # The fitted EIE net and the exact $\lambda^*$ come in notebook 02.
 
 # %% tags=["parameters"]
-settings = [[16, 100, 1600], [32, 120, 1920]]  # [d, N (training length), N_max]
-rules = ["inv_sqrt_d", "ln_sqrt_d", "ln_d", "log_N", "ssmax"]
-samples = 2048  # Monte-Carlo rows per (n, lambda)
-curve_points = 30  # n values per curve
-eq21_samples = 16  # draws of (X, W_Q, W_K) for Eq. 21
-eq21_heads = 8
-seed = 0
-run = "default"
+settings = [[16, 100, 1600], [32, 120, 1920]]  # type: list[list[int]]  [d, N (training length), N_max]
+rules = ["inv_sqrt_d", "ln_sqrt_d", "ln_d", "log_N", "ssmax"]  # type: list[str]
+samples = 2048  # type: int  Monte-Carlo rows per (n, lambda)
+curve_points = 30  # type: int  n values per curve
+eq21_samples = 16  # type: int  draws of (X, W_Q, W_K) for Eq. 21
+eq21_heads = 8  # type: int
+seed = 0  # type: int
+run = "default"  # type: str
 
 # %% tags=[]
 import numpy as np

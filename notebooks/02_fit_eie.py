@@ -35,20 +35,20 @@
 # nets and $\lambda^*$ tables in `results/<run>/eie_nets/`, where the training notebooks load them.
 
 # %% tags=["parameters"]
-settings = [[16, 100, 1600], [32, 120, 1920]]  # [d, N (training length), N_max]
-eie_epochs = 500
-eie_batch_size = 256
-eie_lr = 1e-3
-eie_lr_decay = 0.99
-fit_samples = 16  # Monte-Carlo rows per n_i in each step
-first_activation = "requr"  # "requr" (text after Eq. 9) or "relu" (Eq. 9 as written)
-input_scale = "gaussian"  # "gaussian", "log", "unit" or "raw" (see eie/eie_net.py)
-n_sampling = "log-uniform"  # "log-uniform" or "uniform"
-exact_samples = 4096  # Monte-Carlo rows per n when solving for lambda*
-entropy_samples = 2048  # rows per point of the entropy curves
-seed = 0
-progress = True  # progress bars (`make notebooks` stores the outputs without them)
-run = "default"
+settings = [[16, 100, 1600], [32, 120, 1920]]  # type: list[list[int]]  [d, N (training length), N_max]
+eie_epochs = 500  # type: int
+eie_batch_size = 256  # type: int
+eie_lr = 1e-3  # type: float
+eie_lr_decay = 0.99  # type: float
+fit_samples = 16  # type: int  Monte-Carlo rows per n_i in each step
+first_activation = "requr"  # type: str  "requr" (text after Eq. 9) or "relu" (Eq. 9 as written)
+input_scale = "gaussian"  # type: str  "gaussian", "log", "unit" or "raw" (see eie/eie_net.py)
+n_sampling = "log-uniform"  # type: str  "log-uniform" or "uniform"
+exact_samples = 4096  # type: int  Monte-Carlo rows per n when solving for lambda*
+entropy_samples = 2048  # type: int  rows per point of the entropy curves
+seed = 0  # type: int
+progress = True  # type: bool  progress bars (`make notebooks` stores the outputs without them)
+run = "default"  # type: str
 
 # %% tags=[]
 import numpy as np

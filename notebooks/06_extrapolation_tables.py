@@ -35,8 +35,8 @@
 # `results/<run>/paired_<problem>.csv`, `results/<run>/verdicts.md` and `figures/06_<problem>_<run>.png`.
 
 # %% tags=["parameters"]
-run = "cpu_long_v2"  # results/<run>/ to read (and write the tables to)
-alpha = 0.05  # family-wise error level of the paired comparisons (Holm over each table)
+run = "cpu_long_v2"  # type: str  results/<run>/ to read (and write the tables to)
+alpha = 0.05  # type: float  family-wise error level of the paired comparisons (Holm over each table)
 
 # %% tags=[]
 import matplotlib.pyplot as plt

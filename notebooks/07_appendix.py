@@ -40,15 +40,15 @@
 # `_seed<seed>`, so that probing another seed keeps seed 0's files).
 
 # %% tags=["parameters"]
-run = "cpu_long_v2"  # results/<run>/models/ holds the trained TSP policies (notebook 03 exports them)
-n_train = 20  # their training length N
-n_max = 320  # probe at N, 2N, ... up to n_max
-seed = 0  # which training seed's models
-rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # the trained rules whose models the run has (inv_sqrt_d required)
-instances = 16  # test instances per n for the entropy measurements
-permutation_instances = 4  # test instances per n for the Theorem 1 check (it decodes each twice)
-js_instances = 64  # instances at the training length for Figure 6
-test_seed = 4321
+run = "cpu_long_v2"  # type: str  results/<run>/models/ holds the trained TSP policies (notebook 03 exports them)
+n_train = 20  # type: int  their training length N
+n_max = 320  # type: int  probe at N, 2N, ... up to n_max
+seed = 0  # type: int  which training seed's models
+rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # type: list[str]  the trained rules whose models the run has (inv_sqrt_d required)
+instances = 16  # type: int  test instances per n for the entropy measurements
+permutation_instances = 4  # type: int  test instances per n for the Theorem 1 check (it decodes each twice)
+js_instances = 64  # type: int  instances at the training length for Figure 6
+test_seed = 4321  # type: int
 
 # %% tags=[]
 import matplotlib.pyplot as plt

@@ -34,7 +34,7 @@
 # (`python -m eie.findings --write` regenerates them, `tests/test_findings.py` checks they agree).
 
 # %% tags=["parameters"]
-run = "default"  # figures/verdict.png for "default", figures/verdict_<run>.png otherwise
+run = "default"  # type: str  figures/verdict.png for "default", figures/verdict_<run>.png otherwise
 
 # %% tags=[]
 from IPython.display import Markdown, display

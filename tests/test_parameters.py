@@ -63,7 +63,7 @@ def test_the_suggested_learning_rate_override_works():
     ("03_train_tsp", {"seeds": []}, r"seeds = \[\] is invalid \(empty\).*-y \"seeds: \[0, 1\]\""),
     ("03_train_tsp", {"epochs": "abc"}, r"epochs = 'abc' is invalid \(not an integer\)"),
     ("03_train_tsp", {"seeds": 0}, r"seeds = 0 is invalid \(not a list\)"),
-    ("03_train_tsp", {"device": "foo"}, r"device = 'foo'.*'auto', 'cpu', 'cuda' or 'cuda:<index>'"),
+    ("03_train_tsp", {"device": "foo"}, r"device = 'foo'.*'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'"),
     ("03_train_tsp", {"n_train": 1}, r"n_train = 1 is invalid \(below 2\)"),
     ("03_train_tsp", {"n_max": 20}, r"n_max must be larger than n_train"),
     ("03_train_tsp", {"rules": ["eie"]}, r"rules = \['eie'\] is invalid"),

@@ -62,3 +62,17 @@ def test_papermill_sees_every_parameter(notebook: Path):
     parsed = [p.name for p in PythonTranslator.inspect({"source": cell.source})]
     assert parsed == assigned, f"papermill cannot parse {sorted(set(assigned) - set(parsed))} in {notebook.name}"
     assert "run" in parsed, f"{notebook.name} has no `run` parameter"
+
+
+def test_every_notebook_parameter_declares_its_type_for_papermill():
+    """`papermill --help-notebook` lists each parameter with its type (a `# type:` comment: an annotation
+    such as `run: str` would be read by IPython as the %run magic)."""
+    import nbformat
+    from papermill.translators import PythonTranslator
+
+    for path in sorted((paths.repo_root() / "notebooks").glob("0*.ipynb")):
+        cell = next(c for c in nbformat.read(path, as_version=4).cells if "parameters" in c.metadata.get("tags", []))
+        inferred = PythonTranslator.inspect(cell)
+        assert inferred, path.name
+        untyped = [p.name for p in inferred if p.inferred_type_name in ("None", None)]
+        assert not untyped, f"{path.name}: {untyped} have no type"
