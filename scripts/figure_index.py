@@ -40,7 +40,7 @@ KINDS = [
     (r"08_receptive_field", "the receptive-field condition in 2D: theory, Monte Carlo, trained models", "notebook 08"),
     (r"08_tsplib", "TSPLIB: gap to the optimum per instance and method", "notebook 08"),
     (r"lambda_sweep.*", "a sweep of constant scales λ = f/√d on trained models, EIE's and log_N's factors marked",
-     "`results/cpu_paper/lambda_sweep.py`"),
+     "notebook 10 (sweeps: `scripts/lambda_sweep.py`)"),
     (r"gpu_budget_probe", "TSP20 trained on a GPU past the CPU budget", "`results/cpu_long_v2/gpu_budget_probe.py`"),
     (r"tsplib_gaps", "TSPLIB gaps of the N = 100 models", "`results/cpu_paper/tsplib_table.py`"),
 ]

@@ -227,6 +227,7 @@ NOTEBOOK_PARAMETERS = {
                      "bins": list_of(list_of(integer(50), [120, 100], length=2), [[120, 100]], unique=True)},
     "06_extrapolation_tables": {"run": RUN, "alpha": number(above=0, at_most=0.5, example=0.05)},
     "09_findings": {"run": RUN},
+    "10_lambda_sweeps": {"run": RUN},
     "08_rivals": {
         **TRAINING, "lr": number(above=0, example=1e-4), "lkh_runs": integer(1),
         "max_gap_at_n_train": number(above=0, example=90.0), "alpha": number(above=0, at_most=0.5, example=0.05),
