@@ -32,7 +32,7 @@ def median_ms(*fns, repeats):
         fn()  # warm-up
     times = [[] for _ in fns]
     for _ in range(repeats):
-        for fn, kept in zip(fns, times):
+        for fn, kept in zip(fns, times, strict=True):
             start = time.perf_counter()
             fn()
             kept.append(time.perf_counter() - start)
@@ -56,12 +56,13 @@ def main():
             allowed = None if queries > 1 else (torch.rand(batch, 1, 1, n) > 0.5)
             scale = seam.scale(ctx).view(-1, 1, 1, 1)
             direct, through = median_ms(
-                lambda: F.scaled_dot_product_attention(q * scale, k, v, attn_mask=allowed, scale=1.0),
-                lambda: seam(q, k, v, ctx, allowed), repeats=args.repeats)
+                lambda q=q, k=k, v=v, scale=scale, allowed=allowed: F.scaled_dot_product_attention(
+                    q * scale, k, v, attn_mask=allowed, scale=1.0),
+                lambda q=q, k=k, v=v, ctx=ctx, allowed=allowed: seam(q, k, v, ctx, allowed), repeats=args.repeats)
             row = f"{label:24s} B={batch:4d} n={n:5d}: direct {direct:7.3f}, seam {through:7.3f} (x{through / direct:.2f})"
             if queries > 1:
                 biased = DistanceBias(scaling.ln_d(16))
-                row += f", with a distance bias {median_ms(lambda: biased(q, k, v, ctx), repeats=args.repeats)[0]:7.3f}"
+                row += f", with a distance bias {median_ms(lambda q=q, k=k, v=v, ctx=ctx, biased=biased: biased(q, k, v, ctx), repeats=args.repeats)[0]:7.3f}"
             print(row)
 
 

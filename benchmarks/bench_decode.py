@@ -16,8 +16,8 @@ import statistics
 import time
 
 import torch
-
 from devices import add_device_option, chosen_devices
+
 from eie.attention import Attention
 from eie.model import AttentionModel
 from eie.problems import make_problem

@@ -19,8 +19,8 @@ import statistics
 import time
 
 import torch
-
 from devices import add_device_option, chosen_devices
+
 from eie.attention import Attention
 from eie.model import AttentionModel
 from eie.problems import BPP, bpp, heightmap
@@ -125,13 +125,13 @@ def main():
             cache = model.decoder.precompute(model.encode(instance))
             ctx = model.glimpse_context(instance, state)
 
-            def step():
+            def step(model=model, cache=cache, state=state, ctx=ctx):
                 log_p = model.decoder.step(cache, state, model.attention, ctx)
                 action, _ = model.action_head(state, cache.nodes, log_p.argmax(1), "greedy")
                 state.update(action)
 
-            t = alternate({"options kernel": with_kernel(True, lambda: state.placement_options(box)),
-                           "options torch": with_kernel(False, lambda: state.placement_options(box)),
+            t = alternate({"options kernel": with_kernel(True, lambda state=state, box=box: state.placement_options(box)),
+                           "options torch": with_kernel(False, lambda state=state, box=box: state.placement_options(box)),
                            "step kernel": with_kernel(True, step), "step torch": with_kernel(False, step)},
                           args.repeats, device)
         train = training_step_seconds(problem, args.batch, args.train_boxes, args.train_steps, device)

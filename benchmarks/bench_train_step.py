@@ -20,8 +20,8 @@ import statistics
 import time
 
 import torch
-
 from devices import add_device_option, chosen_devices
+
 from eie.training import TrainConfig, build_model
 
 OPTIONS = {"tsp": {}, "cvrp": {"capacity": 50.0}}

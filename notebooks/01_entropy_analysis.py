@@ -41,9 +41,9 @@ seed = 0  # type: int
 run = "default"  # type: str
 
 # %% tags=[]
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import matplotlib.pyplot as plt
 
 from eie import entropy, methods
 from eie.parameters import check_parameters
@@ -76,7 +76,7 @@ curves = pd.concat(curves, ignore_index=True)
 curves.to_csv(out / "entropy_by_rule.csv", index=False, float_format="%.6f")
 
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4), squeeze=False)
-for ax, (d, N, N_max) in zip(axes[0], settings):
+for ax, (d, N, _N_max) in zip(axes[0], settings, strict=True):
     for key in rules:
         c = curves[(curves.d == d) & (curves.rule == key)]
         ax.plot(c.n, c.H, label=methods.get(key).plot_label, **rule_kwargs(key))
@@ -109,7 +109,7 @@ print(table.round(3).to_string())
 
 # %% tags=[]
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 3.6), squeeze=False)
-for ax, (d, N, N_max) in zip(axes[0], settings):
+for ax, (d, N, _N_max) in zip(axes[0], settings, strict=True):
     c = change[change.d == d]
     for key in rules:
         r = c[c.rule == key]
@@ -147,7 +147,7 @@ print(eq[["d", "rule", "n", "H_eq6", "H_eq21", "difference"]].round(3).to_string
 
 # %% tags=[]
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 3.6), squeeze=False)
-for ax, (d, N, N_max) in zip(axes[0], settings):
+for ax, (d, N, N_max) in zip(axes[0], settings, strict=True):
     for key in ["inv_sqrt_d", "ln_d"]:
         r = eq[(eq.d == d) & (eq.rule == key)]
         label = methods.get(key).plot_label

@@ -51,12 +51,12 @@ progress = True  # type: bool  progress bars (`make notebooks` stores the output
 run = "default"  # type: str
 
 # %% tags=[]
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import matplotlib.pyplot as plt
 
 from eie import entropy, methods, scaling
-from eie.eie_net import fit_eie, save_eie_net, load_eie_net
+from eie.eie_net import fit_eie, load_eie_net, save_eie_net
 from eie.paper import paper_lambda
 from eie.parameters import check_parameters
 from eie.paths import eie_net_path, exact_table_path, results_dir
@@ -111,7 +111,7 @@ rows = []
 for d, N, N_max in settings:
     eie_rule = methods.get("eie").rule(d, net=nets[d])
     exact_rule = methods.get("exact").rule(d, table=tables[d])
-    se = dict(zip(tables[d].n.astype(int), tables[d].se))
+    se = dict(zip(tables[d].n.astype(int), tables[d].se, strict=True))
     for n in N * 2 ** np.arange(int(np.log2(N_max // N)) + 1):
         rows.append({"d": d, "N": N, "n": int(n), "lambda_eie": float(eie_rule(float(n))),
                      "lambda_exact": float(exact_rule(float(n))), "lambda_paper": paper_lambda(d, N, n),
@@ -131,7 +131,7 @@ for d, part in shown.groupby("d"):
 # %% tags=[]
 keys = ["inv_sqrt_d", "ln_d", "log_N", "exact", "eie"]  # EIE, the subject, drawn last (on top)
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4), squeeze=False)
-for ax, (d, N, N_max) in zip(axes[0], settings):
+for ax, (d, N, N_max) in zip(axes[0], settings, strict=True):
     n_grid = np.geomspace(N, N_max, 200)
     for key in keys:
         rule = methods.get(key).rule(d, N=N, net=nets[d], table=tables[d])
@@ -164,7 +164,7 @@ curves = pd.concat(curves, ignore_index=True)
 curves.to_csv(out / "eie_entropy_curves.csv", index=False, float_format="%.6f")
 
 fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4), squeeze=False)
-for ax, (d, N, N_max) in zip(axes[0], settings):
+for ax, (d, N, N_max) in zip(axes[0], settings, strict=True):
     h0, se0 = histories[d].target_entropy, histories[d].target_se
     for key in keys:
         c = curves[(curves.d == d) & (curves.rule == key)]

@@ -82,8 +82,8 @@ import matplotlib.pyplot as plt
 
 from eie import comparison, run_checks, study
 from eie.evaluation import extrapolation_lengths, fixed_test_set
-from eie.parameters import check_parameters
 from eie.methods import label
+from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import apply_style, extrapolation_figure, packings_figure, save_figure, training_figure
 from eie.problems.bpp import BPP

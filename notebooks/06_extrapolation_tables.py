@@ -43,12 +43,12 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 from eie import comparison, findings
-from eie.parameters import check_parameters
 from eie.methods import label
 from eie.paper import TABLE_NUMBER
-from eie.problems import make_problem
+from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import apply_style, extrapolation_figure, save_figure
+from eie.problems import make_problem
 
 globals().update(check_parameters("06_extrapolation_tables", globals()))  # every parameter checked before any compute
 apply_style()

@@ -57,9 +57,9 @@ import pandas as pd
 import torch
 
 from eie import probes, study
-from eie.parameters import check_parameters
 from eie.evaluation import extrapolation_lengths, fixed_test_set
 from eie.methods import label
+from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
 
@@ -72,9 +72,9 @@ d = 16
 lengths = extrapolation_lengths(n_train, n_max)
 methods = rules + ["eie", "exact", "log_N"]
 names = {rule: study.model_name("tsp", rule, n_train, seed) for rule in rules}
-models = {rule: model for rule, model in zip(rules, study.load_policies(names.values(), run=run).values())}
+models = {rule: model for rule, model in zip(rules, study.load_policies(names.values(), run=run).values(), strict=True)}
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
-bound = dict(zip(methods, study.bind_methods(methods, d, n_train, net, table)))
+bound = dict(zip(methods, study.bind_methods(methods, d, n_train, net, table), strict=True))
 problem = models["inv_sqrt_d"].problem
 print(f"TSP{n_train} models ({', '.join(names.values())}), probed at n = {lengths}")
 
@@ -106,7 +106,7 @@ print(summary.round(3).to_string())
 
 # %% tags=[]
 fig, axes = plt.subplots(1, 2, figsize=(13, 3.8), sharey=True)
-for ax, column, title in zip(axes, ["js", "js_standardised"], ["as is", "each element standardised"]):
+for ax, column, title in zip(axes, ["js", "js_standardised"], ["as is", "each element standardised"], strict=True):
     for layer, part in js.groupby("layer"):
         ax.plot(part.element, part[column], marker=".", lw=0.8, label=f"layer {layer}")
     ax.axhline(floor, color="black", ls="--", lw=1, label="floor (true normal sample)")

@@ -101,8 +101,15 @@ import pandas as pd
 from eie import comparison, methods, probes, receptive_field, rivals, run_checks, study, tsplib
 from eie.parameters import check_parameters
 from eie.paths import results_dir
-from eie.plotting import (apply_style, extrapolation_figure, receptive_field_figure, rescaling_figure, save_figure,
-                          training_figure, tsplib_figure)
+from eie.plotting import (
+                          apply_style,
+                          extrapolation_figure,
+                          receptive_field_figure,
+                          rescaling_figure,
+                          save_figure,
+                          training_figure,
+                          tsplib_figure,
+)
 from eie.position_attention import alibi_slopes
 
 params = check_parameters("08_rivals", globals())  # every parameter checked before any compute

@@ -38,7 +38,7 @@ COLUMNS = ["setting", "seed", "n", "mode", "method", "instances", "mean", "sem",
 def run(params, notebook, seeds, lengths, modes, method_keys, factors, instances) -> Path:
     out = study.results_dir(params["run"], create=False) / "decoding_modes.csv"
     done = pd.read_csv(out, dtype={"setting": str}, keep_default_na=False) if out.is_file() else pd.DataFrame(columns=COLUMNS)
-    finished = set(zip(done.setting, done.seed, done.n, done["mode"]))
+    finished = set(zip(done.setting, done.seed, done.n, done["mode"], strict=True))
     n_train, run_name = params["n_train"], params["run"]
     net, table = study.ensure_scales(16, n_train, params["n_max"], run=run_name)
     bound = study.bind_methods(method_keys, 16, n_train, net, table)

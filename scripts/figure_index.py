@@ -68,7 +68,7 @@ def main() -> None:
     lines = ["# Figures", "", "Every figure under `figures/`: what it shows and what writes it. The run is the name's",
              "suffix (`default`: the smoke-sized run of `make study`; the others are in `results/<run>/README.md`).",
              "Written by `python scripts/figure_index.py`.", "", "| figure | run | shows | written by |", "|---|---|---|---|"]
-    lines += [f"| [{name}]({name}) | {run} | {shows} | {writer} |" for name, (run, shows, writer) in zip(names, rows)]
+    lines += [f"| [{name}]({name}) | {run} | {shows} | {writer} |" for name, (run, shows, writer) in zip(names, rows, strict=True)]
     (ROOT / "figures" / "README.md").write_text("\n".join(lines) + "\n")
     print(f"figures/README.md: {len(names)} figures")
 

@@ -29,7 +29,6 @@ import tarfile
 import time
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 from eie.files import load_tensors  # noqa: E402
@@ -61,7 +60,7 @@ def parse_job(text: str) -> tuple[str, str, int]:
         preset, notebook, seed = text.split(":")
         return preset, notebook, int(seed)
     except ValueError:
-        raise SystemExit(f"a job is PRESET:NOTEBOOK:SEED (e.g. presets/cpu_paper.yaml:03_train_tsp:3), got {text!r}")
+        raise SystemExit(f"a job is PRESET:NOTEBOOK:SEED (e.g. presets/cpu_paper.yaml:03_train_tsp:3), got {text!r}") from None
 
 
 def pack_train(out: Path, seconds: float, jobs: list[str]) -> None:

@@ -9,7 +9,9 @@ miss and an evaluation of hours starts again. This script first recomputes `--sa
 the run's committed per-instance results (random method, seed and n up to `--max-factor` x N, every
 setting of the notebook) with today's code and requires each to equal the committed values exactly;
 only then does it rename every stale piece of the run (results/<run>/checkpoints/evaluation/ and
-carry/evaluation/) to the name today's code looks up. A mismatch renames nothing and exits 1.
+carry/evaluation/) to the name today's code looks up, rewriting the piece's key where the function that
+builds pieces (`eie.study.evaluate`, `eie.tsplib.evaluate_tsplib`) was edited. A mismatch renames nothing
+and exits 1.
 
 With `--fill` it also writes, under today's keys, the method pieces that the store lacks but the
 committed per-instance results hold (models whose pieces were never kept, evaluated on another
@@ -32,7 +34,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 from eie import study  # noqa: E402
 from eie.comparison import load_instance_objectives  # noqa: E402
 from eie.evaluation import fixed_test_set, greedy_costs  # noqa: E402
-from eie.evaluation_store import EvaluationStore, model_fingerprint  # noqa: E402
+from eie.evaluation_store import EvaluationStore, function_fingerprint, model_fingerprint  # noqa: E402
 from eie.files import load_tensors  # noqa: E402
 from eie.problems import make_problem  # noqa: E402
 from eie.worker import preset_parameters  # noqa: E402
@@ -69,25 +71,43 @@ def verify(params: dict, notebook: str, samples: int, max_factor: int, seed: int
     return ok
 
 
+def builders() -> dict:
+    """{kind of piece: fingerprint of today's function that builds it} (the key's "code" entry)."""
+    from eie import tsplib
+
+    study_code = function_fingerprint(study.evaluate)
+    return {"method": study_code, "reference": study_code, "tsplib": function_fingerprint(tsplib.evaluate_tsplib)}
+
+
 def rekey(run: str) -> int:
-    """Rename every stale but readable piece of `run` to the name today's code looks it up by."""
+    """Store every stale but readable piece of `run` under the name today's code looks it up by: renamed
+    where only the source of the decoding modules changed, rewritten with today's "code" entry where the
+    function that builds the pieces changed too."""
     import json
 
+    code = builders()
     folders = [study.results_dir(run, create=False) / "checkpoints" / "evaluation", study.carry_folder(run) / "evaluation"]
     moved = 0
     for folder in folders:
         store = EvaluationStore(folder)
         for path in store.stale_pieces():
             try:
-                key = json.loads(load_tensors(path, "evaluation piece")["key"])
+                payload = load_tensors(path, "evaluation piece")
+                key = json.loads(payload["key"])
             except (ValueError, KeyError, TypeError):
                 continue  # unreadable: left for the evaluation to compute again
+            if "code" in key and key.get("kind", "reference") in code:
+                key["code"] = code[key.get("kind", "reference")]
             target = store._path(key)
-            if not target.exists():
-                path.rename(target)
-                moved += 1
-            else:
+            if target.exists():
                 path.unlink()
+                continue
+            if json.loads(payload["key"]) == key:
+                path.rename(target)
+            else:
+                store.put(key, payload["values"].numpy())
+                path.unlink()
+            moved += 1
     return moved
 
 

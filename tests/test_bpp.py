@@ -8,10 +8,9 @@ import torch
 from eie import scaling, study
 from eie.attention import Attention
 from eie.model import AttentionModel
-from eie.problems import BPP, make_problem
+from eie.problems import BPP, heightmap, make_problem
 from eie.problems.base import InfeasibleSolution
 from eie.problems.bpp_heuristics import heuristic_load_rates, heuristic_solution
-from eie.problems import heightmap
 from eie.problems.heightmap import footprint_sums, lowest_placements, oriented, place, resting_heights
 
 
@@ -43,7 +42,7 @@ def test_the_placement_kernel_matches_brute_force_and_the_torch_path(monkeypatch
     kernel = lowest_placements(heights, dims)
     monkeypatch.setattr(heightmap, "CPU_KERNEL", False)
     composed = lowest_placements(heights, dims)
-    for a, b in zip(kernel, composed):
+    for a, b in zip(kernel, composed, strict=True):
         assert a.dtype == b.dtype and torch.equal(a, b)
     low, y, trapped = kernel
     assert torch.isinf(low).any() and torch.isfinite(low).any()
@@ -80,7 +79,7 @@ def test_load_rate_and_checker():
         "twice": [[0, 0, 0, 0, 50, 50, 10], [0, 0, 0, 10, 50, 50, 10]],
         "wrong edges": [[0, 0, 0, 0, 50, 50, 10], [1, 0, 0, 10, 50, 40, 10]],
     }
-    for name, rows in bad.items():
+    for _name, rows in bad.items():
         with pytest.raises(InfeasibleSolution):
             problem.check(instance, torch.tensor([rows]))
 
@@ -176,7 +175,7 @@ def test_shared_frontier_convolutions_give_the_separate_ones_numbers(monkeypatch
         runs.append((solution, log_likelihood.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
     (a, la, ga), (b, lb, gb) = runs
     assert torch.equal(a, b) and torch.allclose(la, lb, atol=1e-5)
-    assert len(ga) == len(gb) > 0 and all(torch.allclose(x, y, atol=1e-5) for x, y in zip(ga, gb))
+    assert len(ga) == len(gb) > 0 and all(torch.allclose(x, y, atol=1e-5) for x, y in zip(ga, gb, strict=True))
     context.share_convolutions(head)
     state = problem.initial_state(instance)
     context(state)

@@ -6,8 +6,8 @@ from eie import scaling
 from eie.attention import Attention
 from eie.model import AttentionModel
 from eie.problems import CVRP, make_problem
-from eie.problems.cvrp import DONE_CHECK_EVERY
 from eie.problems.base import InfeasibleSolution
+from eie.problems.cvrp import DONE_CHECK_EVERY
 
 
 def instance(batch=4, n=12, capacity=10, seed=0):
@@ -140,14 +140,14 @@ def test_study_trains_and_evaluates_cvrp_per_capacity(tmp_path, monkeypatch):
     again, _ = study.train_models(["ln_d"], [0], run="t", device="cpu", progress=False, tag="_C15",
                                   problem_options={"capacity": 15}, **options)
     assert all(torch.equal(p, q) for p, q in zip(again[("ln_d", 0)].state_dict().values(),
-                                                 models[("ln_d", 0)].state_dict().values()))
+                                                 models[("ln_d", 0)].state_dict().values(), strict=True))
 
 
 def test_paper_table3_has_three_capacities_and_five_lengths():
     from eie.paper import PAPER_CVRP, paper_table
 
     assert sorted(PAPER_CVRP) == [10, 15, 20]
-    for capacity, rows in PAPER_CVRP.items():
+    for _capacity, rows in PAPER_CVRP.items():
         assert paper_table(rows).shape == (3, 5)
     assert paper_table(PAPER_CVRP[20]).loc["eie", 1600] == "159.4 (3.3)"
 

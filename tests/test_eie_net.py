@@ -4,8 +4,7 @@ import pytest
 import torch
 
 from eie import scaling
-from eie.eie_net import (EIEConfig, EIENet, eie_lambda, fit_eie, gauss_legendre_5, load_eie_net,
-                         requr, save_eie_net)
+from eie.eie_net import EIEConfig, EIENet, eie_lambda, fit_eie, gauss_legendre_5, load_eie_net, requr, save_eie_net
 
 
 def test_requr_shape():
@@ -16,7 +15,7 @@ def test_requr_shape():
 def test_gauss_legendre_is_exact_to_degree_nine():
     a, b = torch.tensor([0.0, -1.0]), torch.tensor([2.0, 3.0])
     for k in range(10):
-        got = gauss_legendre_5(a.double(), b.double(), lambda x: x[..., 0] ** k)
+        got = gauss_legendre_5(a.double(), b.double(), lambda x, k=k: x[..., 0] ** k)
         want = (b.double() ** (k + 1) - a.double() ** (k + 1)) / (k + 1)
         assert torch.allclose(got, want, rtol=1e-10)
 

@@ -6,12 +6,11 @@ import pytest
 import torch
 
 from eie import methods, scaling, study
-from eie.evaluation import (extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds,
-                            median_seconds)
 from eie.attention import Attention
+from eie.evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
 from eie.model import AttentionModel
-from eie.solvers import lkh_tsp_costs
 from eie.problems import TSP
+from eie.solvers import lkh_tsp_costs
 
 
 def test_lengths_double_up_to_n_max():

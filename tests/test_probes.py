@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from eie import methods, probes, scaling
-from eie.entropy import entropy_given_scale
 from eie.attention import Attention
+from eie.entropy import entropy_given_scale
 from eie.model import AttentionModel
 from eie.problems import BPP, CVRP
 from eie.problems.tsp import TSP
@@ -97,7 +97,7 @@ def test_exported_policy_loads_like_its_checkpoint(tmp_path):
     exported = export_policy(result.checkpoint, tmp_path / "models" / "run.pt")
     assert exported.stat().st_size < result.checkpoint.stat().st_size
     loaded = load_trained(exported)
-    for (name, p), q in zip(result.model.state_dict().items(), loaded.state_dict().values()):
+    for (name, p), q in zip(result.model.state_dict().items(), loaded.state_dict().values(), strict=True):
         assert torch.equal(p, q), name
     (tmp_path / "junk.pt").write_bytes(b"junk")
     with pytest.raises(ValueError, match="cannot be read"):

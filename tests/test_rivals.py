@@ -241,7 +241,7 @@ def test_tsplib_and_the_rescaling_sweep_run_each_model_on_its_own_seeds():
         {"inv_sqrt_d": [0, 1], "ln_d": [1], "log_N": [0, 1]}
     assert len(results) == 5 * len(instances)
     sweep = rivals.rescaling_sweep(models, ["inv_sqrt_d", "ln_d"], [1.0, 2.0], 10, 20, 4, progress=False)
-    assert sorted(set(zip(sweep.model, sweep.seed))) == [("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("ln_d", 1)]
+    assert sorted(set(zip(sweep.model, sweep.seed, strict=True))) == [("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("ln_d", 1)]
     assert len(sweep) == 3 * 2 * 2  # models x lengths x factors
     with pytest.raises(ValueError, match=r"no trained model for \['ssmax'\]"):
         tsplib.evaluate_tsplib(models, study.bind_methods(["ssmax"], 16, 10), instances, progress=False)

@@ -135,7 +135,7 @@ def test_a_rule_may_have_fewer_seeds_than_the_others(results_in):
     seeds = results[results.method != "reference"].groupby("method").seed.agg(lambda s: sorted(set(s)))
     assert seeds.to_dict() == {"inv_sqrt_d": [0, 1], "log_N": [0, 1], "ln_d": [1]}
     assert (results.method == "reference").sum() == 2  # once per n, not once per group of methods
-    assert list(zip(results.method[:6], results.seed[:6])) == [  # by n, then method in the declared order
+    assert list(zip(results.method[:6], results.seed[:6], strict=True)) == [  # by n, then method in the declared order
         ("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("ln_d", 1), ("log_N", 0), ("log_N", 1), ("reference", -1)]
     assert set(per_instance) == {("", m, s, n) for m, s in [("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("log_N", 0),
                                                             ("log_N", 1), ("ln_d", 1)] for n in (6, 12)}

@@ -6,9 +6,20 @@ import torch
 from eie import model as model_module
 from eie.model import DecoderCache
 from eie.run_checks import RunCheckFailed, check_training_log
-from eie.training import (TrainConfig, build_model, export_policy, finished_training, greedy_cost, kept_policy,
-                          load_trained, paired_t_test_p, plateau_action, plateau_reached, sampling_restart_seed,
-                          train)
+from eie.training import (
+    TrainConfig,
+    build_model,
+    export_policy,
+    finished_training,
+    greedy_cost,
+    kept_policy,
+    load_trained,
+    paired_t_test_p,
+    plateau_action,
+    plateau_reached,
+    sampling_restart_seed,
+    train,
+)
 
 SMALL = dict(problem="tsp", n_train=8, steps_per_epoch=2, batch_size=16, baseline_eval_size=32, lr=1e-3)
 
@@ -17,7 +28,7 @@ def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path):
     straight = train(TrainConfig(epochs=3, **SMALL), tmp_path / "a", progress=False, device="cpu")
     train(TrainConfig(epochs=2, **SMALL), tmp_path / "b", progress=False, device="cpu")  # "interrupted" after 2
     resumed = train(TrainConfig(epochs=3, **SMALL), tmp_path / "b", progress=False, device="cpu")
-    for (name, p), q in zip(straight.model.state_dict().items(), resumed.model.state_dict().values()):
+    for (name, p), q in zip(straight.model.state_dict().items(), resumed.model.state_dict().values(), strict=True):
         assert torch.equal(p, q), name
     assert len(resumed.log) == 3
     pd_cols = ["train_cost", "baseline_cost", "eval_cost", "p_value"]
@@ -42,7 +53,7 @@ def test_a_checkpoint_holding_another_devices_sampling_state_resumes_from_the_re
     restarted = train(TrainConfig(epochs=3, **SMALL), tmp_path / "restarted", progress=False, device="cpu")
     assert "restarted" not in capsys.readouterr().out  # its state is a CPU generator's: set as it is
     pairs = list(zip(moved.model.state_dict().values(), restarted.model.state_dict().values(),
-                     straight.model.state_dict().values()))
+                     straight.model.state_dict().values(), strict=True))
     assert all(torch.equal(p, q) for p, q, _ in pairs)
     assert not all(torch.equal(p, r) for p, _, r in pairs)  # the third epoch sampled another stream
 
@@ -55,7 +66,7 @@ def test_the_warm_up_trains_otherwise_and_resumes_exactly(tmp_path):
     straight = train(TrainConfig(epochs=3, **warm), tmp_path / "a", progress=False, device="cpu")
     train(TrainConfig(epochs=1, **warm), tmp_path / "b", progress=False, device="cpu")  # stopped inside the warm-up
     resumed = train(TrainConfig(epochs=3, **warm), tmp_path / "b", progress=False, device="cpu")
-    for (name, p), q in zip(straight.model.state_dict().items(), resumed.model.state_dict().values()):
+    for (name, p), q in zip(straight.model.state_dict().items(), resumed.model.state_dict().values(), strict=True):
         assert torch.equal(p, q), name
     assert torch.load(straight.checkpoint, weights_only=False)["warmup_baseline"] is not None
     rollout = train(TrainConfig(epochs=3, **SMALL), tmp_path / "c", progress=False, device="cpu")
@@ -109,14 +120,14 @@ def test_a_run_stops_at_its_plateau_and_a_resumed_one_stops_there_too(tmp_path):
     again = train(TrainConfig(epochs=6, **SMALL, **plateau), tmp_path / "a", progress=False, device="cpu")
     assert len(again.log) == ran  # resumed: stops again at once
     straight = train(TrainConfig(epochs=ran, **SMALL), tmp_path / "b", progress=False, device="cpu")
-    for (name, p), q in zip(straight.model.state_dict().items(), stopped.model.state_dict().values()):
+    for (name, p), q in zip(straight.model.state_dict().items(), stopped.model.state_dict().values(), strict=True):
         assert torch.equal(p, q), name  # the rule only decides when to stop, not what is trained
     longer = train(TrainConfig(epochs=ran + 1, **SMALL), tmp_path / "a", progress=False, device="cpu")
     assert len(longer.log) == ran + 1  # the rule off, the same checkpoint trains on
 
 
 def _same_weights(first, second) -> bool:
-    return all(torch.equal(p, q) for p, q in zip(first.state_dict().values(), second.state_dict().values()))
+    return all(torch.equal(p, q) for p, q in zip(first.state_dict().values(), second.state_dict().values(), strict=True))
 
 
 def test_a_finished_run_can_keep_its_rollout_baselines_policy(tmp_path):
@@ -177,7 +188,7 @@ def test_a_run_drops_its_rate_at_the_plateau_and_resumes_exactly(tmp_path):
     straight = train(TrainConfig(epochs=12, **SMALL, **dropping), tmp_path / "b", progress=False, device="cpu")
     assert len(extended.log) > ran and extended.log.lr.iloc[ran] == 5e-4  # the epoch after the stop: half the rate
     pd.testing.assert_frame_equal(extended.log.drop(columns="seconds"), straight.log.drop(columns="seconds"))
-    for (name, p), q in zip(straight.model.state_dict().items(), extended.model.state_dict().values()):
+    for (name, p), q in zip(straight.model.state_dict().items(), extended.model.state_dict().values(), strict=True):
         assert torch.equal(p, q), name
     logs = extended.log.assign(rule="inv_sqrt_d", seed=0)
     assert "window 1" in check_training_log(logs, ["inv_sqrt_d"], [0], 12, 1, 0.49, lr_drops=2)

@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from eie import methods, scaling
-from eie.eie_net import EIEConfig, EIENet
 from eie.attention import Attention
+from eie.eie_net import EIEConfig, EIENet
 from eie.model import AttentionModel
 from eie.problems import TSP, make_problem
 from eie.problems.base import InfeasibleSolution

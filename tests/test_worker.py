@@ -34,7 +34,7 @@ def test_worker_trains_what_the_notebook_would(tmp_path, monkeypatch):
     (setup,) = study.training_setups("03_train_tsp", params)
     same, _ = study.train_models(["inv_sqrt_d"], [0], run="fresh", device="cpu", progress=False, **setup["config"])
     from eie.training import load_trained
-    for p, q in zip(load_trained(checkpoint).state_dict().values(), same[("inv_sqrt_d", 0)].state_dict().values()):
+    for p, q in zip(load_trained(checkpoint).state_dict().values(), same[("inv_sqrt_d", 0)].state_dict().values(), strict=True):
         assert torch.equal(p, q)
 
 
@@ -277,7 +277,7 @@ def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(t
     same = train(TrainConfig(rule="inv_sqrt_d", seed=0, **setup["config"]), tmp_path / "this_machine",
                  name="tsp_inv_sqrt_d_n6_seed0", device="cpu", progress=False).model
     for p, q in zip(load_trained(checkpoints / "tsp_inv_sqrt_d_n6_seed0.pt").state_dict().values(),
-                    same.state_dict().values()):
+                    same.state_dict().values(), strict=True):
         assert torch.equal(p, q)
     worker.main([str(preset), "03_train_tsp", "--save-carry"])  # both trained: both exported, no checkpoint carried
     out = capsys.readouterr().out
@@ -302,7 +302,7 @@ def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(t
     assert len(log) == 6  # each model's 3 epochs, from its export
     for (rule, seed), model in models_read.items():
         state = trained[f"tsp_{rule}_n6_seed{seed}"]
-        assert all(torch.equal(p, q) for p, q in zip(model.state_dict().values(), state.values()))
+        assert all(torch.equal(p, q) for p, q in zip(model.state_dict().values(), state.values(), strict=True))
 
 
 def test_save_carry_replaces_an_export_that_is_not_the_models_end_and_carries_whole_where_git_ignores_models(
@@ -413,7 +413,7 @@ def test_a_model_exported_after_its_training_ended_is_not_trained_again_where_it
     assert not (checkpoints / f"{name}.pt").exists()  # nothing trained
     assert again_log.drop(columns="seconds").equals(log.drop(columns="seconds"))
     assert all(torch.equal(p, q) for p, q in zip(again[("inv_sqrt_d", 0)].state_dict().values(),
-                                                 trained[("inv_sqrt_d", 0)].state_dict().values()))
+                                                 trained[("inv_sqrt_d", 0)].state_dict().values(), strict=True))
     assert study.export_policies([name], run="tiny") == [exported]  # left as it is
     # a longer run of the same model cannot continue from a policy without its optimiser: it trains
     longer = {**setup["config"], "epochs": 3}

@@ -271,7 +271,7 @@ def problem_tables(problem: str, results: pd.DataFrame, objectives: dict, source
 def reference_means(results: pd.DataFrame, digits: int = 2) -> str:
     """'n = 20: 3.84, n = 40: 5.31, ...' for the reference rows of one setting's results."""
     reference = results[results.method == "reference"]
-    return ", ".join(f"n = {n}: {v:.{digits}f}" for n, v in zip(reference.n, reference.objective))
+    return ", ".join(f"n = {n}: {v:.{digits}f}" for n, v in zip(reference.n, reference.objective, strict=True))
 
 
 def relative_to_base(results: pd.DataFrame, base: str = "inv_sqrt_d") -> pd.DataFrame:
@@ -296,7 +296,7 @@ def side_by_side(ours: pd.DataFrame, theirs: pd.DataFrame, digits: int = 1) -> p
     """Cells 'ours / theirs' on the rows and columns of `ours` ('-' where `theirs` has no value)."""
     theirs = theirs.reindex(index=ours.index, columns=ours.columns)
     fmt = lambda v: "-" if pd.isna(v) else f"{v:.{digits}f}"  # noqa: E731
-    return pd.DataFrame([[f"{fmt(a)} / {fmt(b)}" for a, b in zip(ours.loc[i], theirs.loc[i])] for i in ours.index],
+    return pd.DataFrame([[f"{fmt(a)} / {fmt(b)}" for a, b in zip(ours.loc[i], theirs.loc[i], strict=True)] for i in ours.index],
                         index=ours.index, columns=ours.columns)
 
 

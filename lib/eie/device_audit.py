@@ -19,8 +19,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import torch
-from torch.utils._pytree import tree_leaves
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 # ATen operations whose result's size or value the host must know: each is a device-to-host wait on a GPU.
 SYNC_OPS = {"_local_scalar_dense", "nonzero", "masked_select", "unique_consecutive", "_unique2", "unique_dim",

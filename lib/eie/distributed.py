@@ -39,9 +39,9 @@ from . import methods as registry
 from . import study
 from .evaluation import fixed_test_set, greedy_costs
 from .evaluation_store import EvaluationStore, model_fingerprint
+from .presets import preset_parameters, use_threads
 from .problems import make_problem
 from .training import TrainConfig, finished_training
-from .presets import preset_parameters, use_threads
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -161,7 +161,7 @@ def evaluation_plan(notebook: str, params: dict) -> list[dict]:
     "seed", "method"}: the keys are those `study.evaluate_finished` looks up."""
     recorder = _Recorder(study.run_evaluation_store(params["run"]))
     by_weights = {}
-    for setting, models in study.finished_models(notebook, params).items():
+    for _setting, models in study.finished_models(notebook, params).items():
         for (rule, seed), model in models.items():
             by_weights[model_fingerprint(model)] = (rule, seed)
     study.evaluate_finished(notebook, {**params, "progress": False}, store=recorder)

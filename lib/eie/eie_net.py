@@ -42,9 +42,9 @@ from torch import nn
 from tqdm import tqdm
 
 from .entropy import entropy_eq6, eq6_bytes
-from .memory import check_fits
 from .files import load_tensors, save_atomic
 from .grad_mode import with_gradients
+from .memory import check_fits
 from .validation import check_d, check_lengths, check_n
 
 FORMAT = "eie-net/1"

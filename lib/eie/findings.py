@@ -205,14 +205,14 @@ def verdict_figure(root: Path | None = None):
             panels.append((problem, results, setting, name))
     fig, axes = plt.subplots(len(panels), 2, figsize=(11, 2.6 * len(panels)), squeeze=False,
                              gridspec_kw={"width_ratios": [3, 1.2]})
-    for (problem, results, setting, name), (ax, far) in zip(panels, axes):
+    for (problem, results, setting, name), (ax, far) in zip(panels, axes, strict=True):
         has_far = any(m in set(results.method) for m in FAR_RIVALS)
         if not has_far:
             far.set_visible(False)
         verdict_panel(ax, far if has_far else None, problem, results, setting, name)
     handles = {}
     for ax in axes.ravel():
-        for handle, label in zip(*ax.get_legend_handles_labels()):
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
     handles["paper (N = 100)"] = plt.Line2D([], [], marker="D", color="0.3", markerfacecolor="none", linestyle="none")
     height = fig.get_size_inches()[1]

@@ -351,7 +351,7 @@ class AttentionModel(nn.Module):
             state = state.update(action)
         trace = None
         if record:
-            inputs, masks, ns, actions = zip(*steps)
+            inputs, masks, ns, actions = zip(*steps, strict=True)
             context_inputs = {key: torch.stack([step[key] for step in inputs], dim=1) for key in inputs[0]}
             glimpse = fixed if fixed is not None else AttentionContext(
                 "glimpse", 0, torch.stack(ns, dim=1), self.problem.positions(instance))

@@ -11,6 +11,7 @@ import seaborn as sns
 from . import methods
 from .paths import figures_dir
 
+
 def apply_style() -> None:
     sns.set_theme(context="notebook", style="whitegrid", palette="deep")
     plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 150, "savefig.bbox": "tight", "axes.titlesize": 11})
@@ -169,7 +170,7 @@ def training_figure(logs, ylabel: str, maximise: bool = False, mark_lr_drops: bo
     seeds = sorted(set(logs.seed))
     fig, axes = plt.subplots(1, len(settings) + 1, figsize=(5.2 * (len(settings) + 1), 3.6), squeeze=False)
     marked = False
-    for ax, setting in zip(axes[0], settings):
+    for ax, setting in zip(axes[0][:-1], settings, strict=True):  # the last axis: the p-values
         for (rule, seed), log in logs[logs.setting == setting].groupby(["rule", "seed"], sort=False):
             objective = -log.eval_cost if maximise else log.eval_cost
             ax.plot(log.epoch, objective, alpha=0.8, label=f"{methods.label(rule)}, seed {seed}",
@@ -192,7 +193,7 @@ def training_figure(logs, ylabel: str, maximise: bool = False, mark_lr_drops: bo
         axes[0, 0].plot([], [], color="grey", alpha=0.3, lw=0.8, label="faint: sampled, training batches")
     axes[0, 0].legend(fontsize=7)
     p_axis = axes[0, -1]
-    for (setting, rule, seed), log in logs.groupby(["setting", "rule", "seed"], sort=False):
+    for (_setting, rule, seed), log in logs.groupby(["setting", "rule", "seed"], sort=False):
         p_axis.plot(log.epoch, np.clip(log.p_value, P_FLOOR, None), alpha=0.6, **_seed_kwargs(rule, seed, seeds))
     p_axis.axhline(0.05, color="grey", ls=":")
     p_axis.set(xlabel="epoch", ylabel="p-value (paired t-test)", yscale="log", ylim=(P_FLOOR / 3, 3),
@@ -225,8 +226,8 @@ def receptive_field_figure(measured, theory, N: int):
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     slopes = sorted(set(measured.slope) | set(theory.slope))
-    colours = dict(zip(slopes, sns.color_palette("deep", len(slopes))))
-    styles = dict(zip(dict.fromkeys(measured.configuration), ["-", "--", ":", "-."]))
+    colours = dict(zip(slopes, sns.color_palette("deep", len(slopes)), strict=True))
+    styles = dict(zip(dict.fromkeys(measured.configuration), ["-", "--", ":", "-."], strict=False))  # at most four
     lengths = sorted(measured.n.unique())
 
     def slope_legend(axis, shown):
@@ -267,8 +268,8 @@ def rescaling_figure(sweep):
     fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 3.8), squeeze=False)
     N = sweep.n.min()
     mean = sweep.groupby(["model", "n", "factor"]).objective.mean()
-    palette = dict(zip(sorted(sweep.n.unique()), sns.color_palette("rocket_r", sweep.n.nunique())))
-    for ax, model in zip(axes[0], models):
+    palette = dict(zip(sorted(sweep.n.unique()), sns.color_palette("rocket_r", sweep.n.nunique()), strict=True))
+    for ax, model in zip(axes[0], models, strict=True):
         for n, colour in palette.items():
             curve = mean.loc[(model, n)]
             ax.plot(curve.index, 100 * (curve / curve.loc[1.0] - 1), marker="o", ms=3, color=colour, label=f"n = {n}")
@@ -294,7 +295,7 @@ def tsplib_figure(results, N: int, base: str = "inv_sqrt_d"):
     base_gap = gaps[gaps.method == base].set_index("name").gap_pct
     shown.sort(key=lambda m: m == "eie")  # EIE, the subject, drawn last (on top)
     markers = dict(zip(shown, itertools.cycle("osv^DPX*<>hpd8H")))  # rivals may share a colour: markers tell them apart
-    for ax, panel in zip(axes[0], panels):
+    for ax, panel in zip(axes[0], panels, strict=True):
         for method in shown:
             part = gaps[gaps.method == method]
             values = part.gap_pct.to_numpy()

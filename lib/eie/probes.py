@@ -127,7 +127,7 @@ def measured_entropy(models: dict, methods: list[BoundMethod], n_train: int, n_m
         predicted = entropy_eq6(torch.full((len(methods),), n), torch.tensor(lam), d, samples=eq6_samples)
         for i, method in enumerate(methods):
             result = probe_encoder(models[method.model_key], batch, method)
-            for layer, (entropy, spread) in enumerate(zip(result.entropies, result.logit_spread)):
+            for layer, (entropy, spread) in enumerate(zip(result.entropies, result.logit_spread, strict=True)):
                 rows.append({"method": method.key, "n": n, "layer": layer + 1, "lambda": lam[i],
                              "measured": float(entropy.mean()), "eq6": float(predicted.mean[i]),
                              "gaussian_logits": gaussian_row_entropy(n, spread, seed=layer)})

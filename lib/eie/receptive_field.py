@@ -79,7 +79,8 @@ def theory(n_values, slopes, N: int, eps: float = 0.05) -> pd.DataFrame:
             for rescaled in (False, True):
                 rate = slope * (math.sqrt(n / N) if rescaled else 1.0)
                 total = _square_mass(rate, math.sqrt(2))
-                radius = brentq(lambda r: _square_mass(rate, r) / total - (1 - eps), 1e-12, math.sqrt(2))
+                radius = brentq(lambda r, rate=rate, total=total: _square_mass(rate, r) / total - (1 - eps), 1e-12,
+                                math.sqrt(2))
                 rows.append({"n": n, "slope": slope, "rescaled": rescaled,
                              "partition_sum": 1 + (n - 1) / 4 * total,
                              "partition_sum_plane": 1 + (n - 1) * math.pi / (2 * rate ** 2),
@@ -125,6 +126,6 @@ def entropy_growth(measured: pd.DataFrame, N: int) -> pd.DataFrame:
     """Entropy at each n minus its value at N, per (configuration, slope): zero means invariant."""
     at_N = measured[measured.n == N].set_index(["configuration", "slope"]).entropy
     out = measured.copy()
-    out["entropy_change"] = out.entropy - at_N.loc[list(zip(out.configuration, out.slope))].to_numpy()
+    out["entropy_change"] = out.entropy - at_N.loc[list(zip(out.configuration, out.slope, strict=True))].to_numpy()
     return out
 

@@ -46,7 +46,7 @@ def rescaling_sweep(models: dict, model_keys, factors, n_train: int, n_max: int,
         own = {(key, seed): models[(key, seed)] for seed in seeds[key]}
         rule = next(iter(own.values())).attention.rule
         swept = [fixed_factor(key, factor, rule) for factor in factors]
-        factor_of = {method.key: factor for method, factor in zip(swept, factors)}
+        factor_of = {method.key: factor for method, factor in zip(swept, factors, strict=True)}
         result, _, _ = evaluate(own, swept, n_train, n_max, test_size, test_seed=test_seed, reference_size=0,
                                 chunk=chunk, device=device, progress=progress, store=store)
         result = result[result.method != "reference"]

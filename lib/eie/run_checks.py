@@ -63,7 +63,7 @@ def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_win
                      "were plateau_window, plateau_tolerance or lr_drops changed while the model trained? "
                      "(a resumed run keeps training under the new values)")
             stopped += ran < epochs
-    extra = sorted(set(zip(log.rule, log.seed)) - {(rule, seed) for rule in rules for seed in per_rule[rule]})
+    extra = sorted(set(zip(log.rule, log.seed, strict=True)) - {(rule, seed) for rule in rules for seed in per_rule[rule]})
     _require(not extra, f"training log: models {extra} were not asked for (rules {list(rules)}, seeds {per_rule})")
     costs = log[["train_cost", "baseline_cost", "eval_cost"]].to_numpy(dtype=float)
     _require(bool(np.isfinite(costs).all()), "training log: a cost is not finite (the run diverged)")

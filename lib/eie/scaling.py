@@ -29,8 +29,8 @@ import torch
 from scipy.interpolate import PchipInterpolator
 
 from .entropy import entropy_eq6, eq6_bytes
-from .memory import check_fits
 from .grad_mode import with_gradients
+from .memory import check_fits
 from .validation import check_d, check_lengths, check_n
 
 

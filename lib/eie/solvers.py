@@ -60,7 +60,7 @@ def hgs_cvrp_costs(instance: dict, capacity: float, iterations: int | None = 100
     loads = np.ceil(demand * capacity * scale).astype(np.int64)
     vehicle = pyvrp.VehicleType(num_available=coords.shape[1] - 1, capacity=[int(round(capacity * scale))])
     solutions = []
-    for xy, load, dist in zip(points, loads, distances):
+    for xy, load, dist in zip(points, loads, distances, strict=True):
         data = pyvrp.ProblemData(
             locations=[pyvrp.Location(float(x), float(y)) for x, y in xy],
             clients=[pyvrp.Client(location=i, delivery=[int(q)]) for i, q in enumerate(load[1:], start=1)],

@@ -21,15 +21,36 @@ from . import methods as registry
 from . import scaling
 from .comparison import RESULT_FILES, load_problem_results, table_by_method  # noqa: F401  (study.table_by_method, as before)
 from .eie_net import fit_eie, load_eie_net, save_eie_net
-from .evaluation_store import EvaluationStore, function_fingerprint, model_fingerprint, rule_fingerprint, \
-    tensors_fingerprint
-from .evaluation import check_decoding_fits, extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
+from .evaluation import (
+    check_decoding_fits,
+    extrapolation_lengths,
+    fixed_test_set,
+    greedy_costs,
+    inference_seconds,
+    median_seconds,
+)
+from .evaluation_store import (
+    EvaluationStore,
+    function_fingerprint,
+    model_fingerprint,
+    rule_fingerprint,
+    tensors_fingerprint,
+)
 from .methods import BoundMethod
-from .problems import problem_trained_by, training_notebooks
-from .paths import eie_net_path, exact_table_path, results_dir
 from .model import ModelConfig
-from .training import (TrainConfig, build_model, checkpoint_epochs, export_policy, finished_training, kept_policy,
-                       load_trained, resolve_device, train)
+from .paths import eie_net_path, exact_table_path, results_dir
+from .problems import problem_trained_by, training_notebooks
+from .training import (
+    TrainConfig,
+    build_model,
+    checkpoint_epochs,
+    export_policy,
+    finished_training,
+    kept_policy,
+    load_trained,
+    resolve_device,
+    train,
+)
 
 RESULT_COLUMNS = ["problem", "setting", "method", "seed", "n", "objective", "gap_pct"]
 
@@ -428,8 +449,8 @@ def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int,
                  "instances": tensors_fingerprint(instances), "code": code}
         reference = store.get_or_compute(
             {**piece, "kind": "reference", "reference_size": k, "reference_options": reference_options or {}},
-            lambda: sign * problem.reference_costs({key: v[:k] for key, v in instances.items()},
-                                                   **(reference_options or {})) if k > 0 else np.array([]))
+            lambda k=k, instances=instances: sign * problem.reference_costs(
+                {key: v[:k] for key, v in instances.items()}, **(reference_options or {})) if k > 0 else np.array([]))
         references[n] = reference
         bar.update()
         for seed in seeds:
@@ -439,8 +460,8 @@ def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int,
                     {**piece, "kind": "method", "method": method.key, "model": models_key[model_key], "N": method.N,
                      "lambda_n": float(method.rule(n)), "lambdas": rule_fingerprint(method.rule, n),
                      "device": device.type},
-                    lambda: sign * greedy_costs(models[model_key].to(device), instances, method,
-                                                chunk=chunk).cpu().numpy())
+                    lambda model=models[model_key], instances=instances, method=method: sign * greedy_costs(
+                        model.to(device), instances, method, chunk=chunk).cpu().numpy())
                 per_instance[(setting, method.key, seed, n)] = objective
                 gap = 100 * sign * (objective[:k].mean() / reference.mean() - 1) if k > 0 else float("nan")
                 rows.append({"problem": problem.name, "setting": setting, "method": method.key, "seed": seed, "n": n,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
@@ -35,12 +36,19 @@ import torch
 from scipy import stats
 from tqdm import tqdm
 
+from . import methods
 from .evaluation import greedy_costs
+from .files import (
+    FileBusy,
+    copy_atomic,
+    exclusive,
+    load_tensors,
+    remove_stale_temporaries,
+    save_atomic,
+    write_csv_atomic,
+)
 from .grad_mode import gradients_on
 from .memory import check_fits
-from .files import (FileBusy, copy_atomic, exclusive, load_tensors, remove_stale_temporaries, save_atomic,
-                    write_csv_atomic)
-from . import methods
 from .model import PRECISIONS, AttentionModel, ModelConfig
 from .problems import make_problem
 
@@ -201,7 +209,7 @@ def plateau_action(eval_costs, lrs, window: int, tolerance: float, lr_drops: int
         start -= 1
     if not plateau_reached(costs[start:], window, tolerance):
         return "train"
-    drops = sum(1 for before, after in zip(lrs, lrs[1:]) if after != before)
+    drops = sum(1 for before, after in pairwise(lrs) if after != before)
     return "drop" if drops < lr_drops else "stop"
 
 

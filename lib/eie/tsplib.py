@@ -130,7 +130,7 @@ def evaluate_tsplib(models: dict, methods, instances, device=None, progress: boo
         for seed, method in runs:
             model_key = (method.model_key, seed)
 
-            def tour_length(model=models[model_key], method=method):
+            def tour_length(model=models[model_key], method=method, batch=batch, instance=instance):
                 solution = greedy_solutions(model.to(device), batch, method)
                 return np.array([euc_2d_length(instance.coords, solution[0].cpu().numpy())])
 

@@ -54,11 +54,10 @@ from . import study
 from .evaluation_store import EvaluationStore
 from .files import FileBusy, copy_atomic, write_csv_atomic
 from .parameters import check_parameters, load_preset  # noqa: F401  (check_parameters: worker's callers)
-from .presets import notebook_defaults, preset_parameters, use_threads  # noqa: F401  (worker.preset_parameters, as before)
 from .paths import repo_root
+from .presets import notebook_defaults, preset_parameters, use_threads  # noqa: F401  (worker.preset_parameters, as before)
 from .problems import training_notebooks
-from .training import (TrainConfig, checkpoint_epochs, checkpoint_log, export_policy, finished_training,
-                       plateau_action)
+from .training import TrainConfig, checkpoint_epochs, checkpoint_log, export_policy, finished_training, plateau_action
 
 
 def run_worker(preset, notebooks, poll_seconds: float = 30.0, seeds=None, rules=None) -> None:
@@ -228,7 +227,7 @@ def save_carry(preset, notebook: str, written: list | None = None) -> list[str]:
         piece.unlink()  # an edit to the code that computes it made it miss: nothing reads it any more
     exportable = not _ignored_by_git(models / "policy.pt")
     saved = []
-    for row, (name, config) in zip(status.itertuples(), _model_configs(params, notebook)):
+    for row, (name, config) in zip(status.itertuples(), _model_configs(params, notebook), strict=True):
         local = checkpoints / f"{name}.pt"
         if not local.is_file():
             continue

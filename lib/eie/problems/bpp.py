@@ -163,7 +163,7 @@ class FrontierEncoder(StepContext):
         codes = state.frontier_codes
         if id(self) not in codes:
             group = (self, *self._shares_with)
-            codes.update(zip(map(id, group), convolve_together(group, state.frontier)))
+            codes.update(zip(map(id, group), convolve_together(group, state.frontier), strict=True))
         return self.project(codes.pop(id(self)))
 
 

@@ -103,8 +103,8 @@ def heuristics_table(problems, lengths, size: int, test_seed: int = 1234, store=
                      "options": {name: repr(value) for name, value in vars(problem).items()}, "n": n,  # adds the
                      "size": size, "test_seed": test_seed, "instances": tensors_fingerprint(instance),  # source
                      "heuristics": list(keys)}  # of problems/ to the key
-            rates = store.get_or_compute(piece, lambda: np.stack(list(heuristic_load_rates(problem, instance,
-                                                                                           keys).values())))
-            for key, rate in zip(keys, rates):
+            rates = store.get_or_compute(piece, lambda problem=problem, instance=instance: np.stack(list(heuristic_load_rates(
+                problem, instance, keys).values())))
+            for key, rate in zip(keys, rates, strict=True):
                 rows.append({"setting": problem.setting, "heuristic": key, "n": n, "load_rate": float(rate.mean())})
     return pd.DataFrame(rows)
