@@ -82,12 +82,13 @@ import matplotlib.pyplot as plt
 
 from eie import comparison, run_checks, study
 from eie.evaluation import extrapolation_lengths, fixed_test_set
+from eie.heuristics_table import heuristics_table
 from eie.methods import label
 from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import apply_style, extrapolation_figure, packings_figure, save_figure, training_figure
 from eie.problems.bpp import BPP
-from eie.problems.bpp_heuristics import heuristic_solution, heuristics_table
+from eie.problems.bpp_heuristics import heuristic_solution
 
 params = check_parameters("05_train_bpp", globals())  # every parameter checked before any compute
 globals().update(params)

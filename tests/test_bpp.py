@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from eie import scaling, study
+from eie import heuristics_table, scaling, study
 from eie.attention import Attention
 from eie.model import AttentionModel
 from eie.problems import BPP, heightmap, make_problem
@@ -121,13 +121,13 @@ def test_notebook_05_packs_each_heuristic_once_per_test_set(tmp_path, monkeypatc
     reference = problem.reference_costs({k: v[:3] for k, v in fixed_test_set(problem, 8, 5).items()})  # the evaluation's
     assert len(packed) == 3
     store = EvaluationStore(tmp_path / "store")
-    table = bpp_heuristics.heuristics_table([problem], [8], 3, store=store)  # the same 3 instances: nothing packed again
+    table = heuristics_table.heuristics_table([problem], [8], 3, store=store)  # the same 3 instances: nothing packed again
     assert len(packed) == 3
     assert np.isclose(-reference.mean(), table.load_rate.max())
     monkeypatch.setattr(bpp_heuristics, "_RECENT_RATES", {})  # another process: read back from the run's store
-    again = bpp_heuristics.heuristics_table([problem], [8], 3, store=store)
+    again = heuristics_table.heuristics_table([problem], [8], 3, store=store)
     assert len(packed) == 3 and again.equals(table)
-    bpp_heuristics.heuristics_table([problem], [8], 4, store=store)  # other instances are packed
+    heuristics_table.heuristics_table([problem], [8], 4, store=store)  # other instances are packed
     assert len(packed) == 6
 
 

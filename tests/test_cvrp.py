@@ -87,25 +87,22 @@ def test_model_decodes_feasible_solutions_and_is_equivariant():
 def test_hgs_searches_every_instance_of_a_batch_as_if_alone():
     # each instance gets the full iteration budget: solved in a batch, it costs what it costs alone
     # (a stopping criterion shared by the batch once left every instance after the first unsearched)
-    from eie.solvers import hgs_cvrp_costs
-
     problem = CVRP(10)
     inst = instance(batch=3, n=60, seed=5)
-    batch = hgs_cvrp_costs(inst, problem.capacity, iterations=300)
-    alone = [hgs_cvrp_costs({k: v[i:i + 1] for k, v in inst.items()}, problem.capacity, iterations=300)[0]
-             for i in range(3)]
+    batch = problem.reference_costs(inst, iterations=300)
+    alone = [problem.reference_costs({k: v[i:i + 1] for k, v in inst.items()}, iterations=300)[0] for i in range(3)]
     assert np.array_equal(batch, np.array(alone))
 
 
 def test_hgs_reference_is_feasible_and_beats_an_untrained_model():
-    from eie.solvers import hgs_cvrp_costs
+    from eie.solvers import hgs_cvrp_solutions
 
     problem = CVRP(10)
     inst = instance(batch=2, n=15)
-    reference = hgs_cvrp_costs(inst, problem.capacity, iterations=500)
-    assert (hgs_cvrp_costs(inst, problem.capacity, iterations=500) == reference).all()  # reproducible
+    reference = problem.reference_costs(inst, iterations=500)
+    assert (problem.reference_costs(inst, iterations=500) == reference).all()  # reproducible
     with pytest.raises(ValueError, match="iterations"):
-        hgs_cvrp_costs(inst, problem.capacity, iterations=None, time_limit=None)
+        hgs_cvrp_solutions(inst, problem.capacity, iterations=None, time_limit=None)
     torch.manual_seed(0)
     model = AttentionModel(problem, Attention(scaling.inv_sqrt_d(16))).eval()
     with torch.no_grad():

@@ -23,6 +23,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import methods
+from .methods import label
+from .paper import TABLE_NUMBER, paper_rows, paper_table
 from .problems import PROBLEMS, make_problem
 
 
@@ -99,7 +102,6 @@ def verdict_sentences(problem: str, results: pd.DataFrame, paired: pd.DataFrame,
     averaged) and with what paired significance (the row of `paired`, from `paired_comparison`, so
     the Holm family is that table's); which method is best there; and each method's gap to the
     reference solver. Every number is read from the arguments."""
-    from .methods import label
 
     spec = make_problem(problem)
     sentences = []
@@ -139,7 +141,6 @@ def verdict_sentences(problem: str, results: pd.DataFrame, paired: pd.DataFrame,
 def _per_seed_clause(at_n: pd.DataFrame, method: str, base: str, maximise: bool) -> str:
     """'Per seed: ...' — `method` against `base` on each seed's own model (% of that seed's `base`
     objective) and how many seeds agree in sign; '' with fewer than two seeds that have both."""
-    from .methods import label
 
     by_seed = at_n.pivot_table(index="seed", columns="method", values="objective")
     if method not in by_seed or base not in by_seed:
@@ -242,8 +243,6 @@ def problem_tables(problem: str, results: pd.DataFrame, objectives: dict, source
     """The markdown tables of notebook 06 for one problem: per setting our table (mean (std over
     seeds), best in bold), the gap to the reference, the paper's table where it has one, and both
     relative to the 1/sqrt(d) model at the same n/N (ours / paper)."""
-    from . import methods
-    from .paper import TABLE_NUMBER, paper_rows, paper_table
 
     spec = make_problem(problem)
     number = TABLE_NUMBER.get(problem, "-")

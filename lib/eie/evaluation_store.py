@@ -26,12 +26,14 @@ import inspect
 import json
 import warnings
 from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from .files import load_tensors, save_atomic
+from .fingerprints import tensors_fingerprint
 
 PIECE_FORMAT = "eie-evaluation-piece/2"
 _PACKAGE = Path(__file__).resolve().parent
@@ -66,13 +68,11 @@ PACKAGES = {"method": ("torch", "numpy"), "tsplib": ("torch", "numpy"), "referen
 
 def package_versions(kind: str) -> dict:
     """{package: installed version, or 'absent'} of the packages `PACKAGES` names for `kind`."""
-    from importlib.metadata import PackageNotFoundError, version
-
     found = {}
     for package in PACKAGES.get(kind, ()):
         try:
-            found[package] = version(package)
-        except PackageNotFoundError:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
             found[package] = "absent"
     return found
 
@@ -104,16 +104,6 @@ def rule_fingerprint(rule, n: int) -> str:
     (the n of the instance, or each shorter unmasked length)."""
     values = np.broadcast_to(np.asarray(rule(np.arange(1, n + 1)), dtype=np.float64), (n,))
     return hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()[:16]
-
-
-def tensors_fingerprint(tensors: dict) -> str:
-    """A hash of named tensors (names, shapes, dtypes and values): a model's `state_dict()`, a test set."""
-    digest = hashlib.sha256()
-    for name, tensor in tensors.items():
-        tensor = tensor.detach().cpu().contiguous()
-        digest.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
-        digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()[:16]
 
 
 def model_fingerprint(model: torch.nn.Module) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 # Table 5 (d = 16, N = 100) and Table 7 (d = 32, N = 120): lambda from the paper's EIE net.
 PAPER_LAMBDA = {
     (16, 100): {100: 0.250, 200: 0.374, 400: 0.512, 800: 0.618, 1600: 0.702},
@@ -78,7 +80,6 @@ def paper_rows(problem: str, setting: str) -> dict | None:
 
 def paper_table(rows: dict):
     """A paper table as mean (std) strings, methods by n."""
-    import pandas as pd
 
     return pd.DataFrame({key: [f"{m:.1f} ({s:.1f})" for m, s in values] for key, values in rows.items() if key != "n"},
                         index=rows["n"]).T

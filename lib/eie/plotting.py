@@ -45,7 +45,6 @@ def draw_packing(ax, placements, length: int, width: int, title: str = "") -> No
 
     Boxes are shaded by the order they were packed in; the bin's footprint is outlined.
     """
-    import numpy as np
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
     placements = np.asarray(placements)
@@ -87,7 +86,6 @@ def extrapolation_figure(results, ylabel: str, reference_label: str = "reference
     reference solver dashed; the gap to the reference (%); and each method relative to the `base`
     model at the same n and seed (%; `relative_to`), where differences of a few per cent show.
     `results` has the columns of `eie.study.RESULT_COLUMNS`."""
-    import numpy as np
 
     settings = list(dict.fromkeys(results.setting))
     has_base = base in set(results.method)
@@ -221,7 +219,6 @@ def receptive_field_figure(measured, theory, N: int):
     (invariance is the zero line); right, the theoretical receptive field in cities (query at the
     centre of the square) with and without density-preserving rescaling. Each panel has one legend
     for the colours (slopes) and one for the line styles."""
-    import numpy as np
     from matplotlib.lines import Line2D
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))

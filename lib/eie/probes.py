@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 from scipy import stats
 
@@ -116,7 +117,6 @@ def measured_entropy(models: dict, methods: list[BoundMethod], n_train: int, n_m
     model produces ("gaussian_logits"). `models` maps a trained method's key to its model; each
     method runs on `models[method.model_key]`. Returns a DataFrame (method, n, layer, lambda,
     measured, eq6, gaussian_logits)."""
-    import pandas as pd
 
     some = next(iter(models.values()))
     problem, d, device = some.problem, some.config.head_dim, next(some.parameters()).device

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import methods
+from .study import seeds_per_rule
 from .training import plateau_action
 
 
@@ -42,7 +43,6 @@ def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_win
     epoch where the rule says stop (after its `lr_drops` drops of the learning rate)."""
     if isinstance(seeds, dict):
         _require(set(rules) <= set(seeds), f"training log check: no seeds given for {sorted(set(rules) - set(seeds))}")
-    from .study import seeds_per_rule
 
     per_rule = seeds_per_rule(rules, seeds)
     stopped = 0

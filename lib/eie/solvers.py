@@ -10,15 +10,11 @@ import numpy as np
 import torch
 
 
-def lkh_tsp_costs(coords: torch.Tensor, runs: int = 1, scale: float = 1e5) -> np.ndarray:
-    """Tour lengths found by LKH (the `elkai` package) on coordinates scaled to integers.
-
-    LKH optimises the rounded integer distances of the scaled coordinates; the returned lengths are
-    the true Euclidean lengths of its tours in the original units.
-    """
+def lkh_tsp_tours(coords: torch.Tensor, runs: int = 1, scale: float = 1e5) -> torch.Tensor:
+    """Tours (B, n) found by LKH (the `elkai` package) on coordinates scaled to integers: LKH optimises
+    the rounded integer distances of the scaled coordinates (`eie.problems.TSP.reference_costs` checks
+    the tours and gives their true Euclidean lengths in the original units)."""
     import elkai
-
-    from .problems.tsp import TSP
 
     coords = coords.detach().cpu()
     tours = []
@@ -26,28 +22,24 @@ def lkh_tsp_costs(coords: torch.Tensor, runs: int = 1, scale: float = 1e5) -> np
         points = {i: (int(round(float(x) * scale)), int(round(float(y) * scale))) for i, (x, y) in enumerate(xy)}
         tour = elkai.Coordinates2D(points).solve_tsp(runs=runs)[:-1]
         tours.append(tour)
-    solution = torch.as_tensor(np.array(tours), dtype=torch.long)
-    problem = TSP()
-    problem.check({"coords": coords}, solution)
-    return problem.cost({"coords": coords}, solution).numpy()
+    return torch.as_tensor(np.array(tours), dtype=torch.long)
 
 
-def hgs_cvrp_costs(instance: dict, capacity: float, iterations: int | None = 1000, time_limit: float | None = None,
-                   scale: float = 1e4, seed: int = 0) -> np.ndarray:
-    """Total distances found by HGS (the `pyvrp` package) on each instance.
+def hgs_cvrp_solutions(instance: dict, capacity: float, iterations: int | None = 1000, time_limit: float | None = None,
+                       scale: float = 1e4, seed: int = 0) -> torch.Tensor:
+    """Solutions (B, length) found by HGS (the `pyvrp` package) on each instance, as the study's CVRP
+    models write them: customer indices, 0 for a return to the depot, padded with 0.
 
     Each search stops after `iterations` HGS iterations or `time_limit` seconds, whichever comes
     first (None disables that criterion). Only an iteration limit is reproducible: a time limit
     gives different answers on different machines and runs, so reported tables use iterations.
     Coordinates and distances are scaled by `scale` and rounded; demands (in units of C_v in the
     instance) are scaled by C_v * `scale` and rounded *up*, so a solution feasible for the integer
-    data is feasible for the real one. Returned: the true Euclidean cost of each solution, after
-    the problem's own feasibility check.
+    data is feasible for the real one (`eie.problems.CVRP.reference_costs` checks the solutions and
+    gives their true Euclidean costs).
     """
     import pyvrp
     from pyvrp.stop import MaxIterations, MaxRuntime, MultipleCriteria
-
-    from .problems.cvrp import CVRP
 
     if (iterations is None and time_limit is None) or (iterations is not None and iterations < 1) or \
             (time_limit is not None and time_limit <= 0):
@@ -77,8 +69,4 @@ def hgs_cvrp_costs(instance: dict, capacity: float, iterations: int | None = 100
             sequence += [a.idx + 1 for a in route if a.type == pyvrp.ActivityType.CLIENT] + [0]
         solutions.append(sequence)
     width = max(len(s) for s in solutions)
-    solution = torch.tensor([s + [0] * (width - len(s)) for s in solutions], dtype=torch.long)
-    data = {"coords": torch.as_tensor(coords), "demand": torch.as_tensor(demand)}
-    problem = CVRP(capacity)
-    problem.check(data, solution)
-    return problem.cost(data, solution).numpy()
+    return torch.tensor([s + [0] * (width - len(s)) for s in solutions], dtype=torch.long)

@@ -38,6 +38,7 @@ from .evaluation_store import (
 )
 from .methods import BoundMethod
 from .model import ModelConfig
+from .paper import PAPER_CVRP_TIME_H
 from .paths import eie_net_path, exact_table_path, results_dir
 from .problems import problem_trained_by, training_notebooks
 from .training import (
@@ -496,7 +497,6 @@ def inference_time_table(timing: pd.DataFrame, base: str = "inv_sqrt_d", method:
     """Table 4's layout from `inference_times`: by n, seconds for `base` and `method` on the timed
     instances, their difference, the hours 16384 instances would take at `base`'s rate, and the
     paper's hours (`eie.paper.PAPER_CVRP_TIME_H`)."""
-    from .paper import PAPER_CVRP_TIME_H
 
     size = int(timing.instances.iloc[0])
     wide = timing.pivot(index="n", columns="method", values="seconds")

@@ -51,6 +51,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import study
+from .distributed import client_for, run_grid
 from .evaluation_store import EvaluationStore
 from .files import FileBusy, copy_atomic, write_csv_atomic
 from .parameters import check_parameters, load_preset  # noqa: F401  (check_parameters: worker's callers)
@@ -371,7 +372,6 @@ def main(argv=None) -> None:
             parser.error(str(error))
     use_threads(args.threads)
     if args.cluster and not (args.status or args.save_carry or args.references):
-        from .distributed import client_for, run_grid
 
         client = client_for(args.cluster, threads=args.threads)
         try:

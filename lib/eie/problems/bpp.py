@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from .base import CheckedInstance, InfeasibleSolution, Problem, StepContext, first_bad
+from .bpp_heuristics import best_heuristic_costs
 from .heightmap import lowest_placements, oriented, place, resting_heights
 
 MIN_EDGE, MAX_EDGE = 10, 50
@@ -276,8 +277,6 @@ class BPP(Problem):
 
     def reference_costs(self, instance: dict, **options):
         """Costs (minus load rates) of the best sort-then-place heuristic (`bpp_heuristics`)."""
-        from .bpp_heuristics import best_heuristic_costs
-
         self.check_instance(instance)
         return best_heuristic_costs(self, instance, **options)
 

@@ -8,12 +8,16 @@ box, never per instance or position.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 import torch
 
-from .bpp import BPP
+from ..fingerprints import tensors_fingerprint
 from .heightmap import footprint_sums
+
+if TYPE_CHECKING:  # the problem calls these heuristics as its reference: a type, not an import at run time
+    from .bpp import BPP
 
 SORT_KEYS = {
     "longest_edge": lambda dims: dims.amax(-1) * 10**6 + dims.prod(-1),  # ties broken by volume
@@ -63,8 +67,6 @@ def heuristic_load_rates(problem: BPP, instance: dict, keys=tuple(SORT_KEYS)) ->
     The answers for the last few instances are kept in this process: notebook 05 asks for the same
     test instances twice (the best heuristic as the evaluation's reference, then every heuristic for
     its table), which at 160-320 boxes costs minutes each time."""
-    from ..evaluation_store import tensors_fingerprint
-
     memo_key = (repr(sorted(vars(problem).items())), tensors_fingerprint(instance), tuple(keys))
     if memo_key in _RECENT_RATES:
         return {key: rate.copy() for key, rate in _RECENT_RATES[memo_key].items()}
@@ -83,28 +85,3 @@ def best_heuristic_costs(problem: BPP, instance: dict, keys=tuple(SORT_KEYS)) ->
     """Costs (minus load rate) of the heuristic with the best mean load rate on these instances."""
     rates = heuristic_load_rates(problem, instance, keys)
     return -max(rates.values(), key=lambda r: float(r.mean()))
-
-
-def heuristics_table(problems, lengths, size: int, test_seed: int = 1234, store=None) -> pd.DataFrame:
-    """Mean load rate (%) of every heuristic on the first `size` instances of the fixed test set at
-    each n of `lengths`, for each bin of `problems` (columns setting, heuristic, n, load_rate), what
-    `bpp_heuristics.csv` holds. With a `store` (`eie.evaluation_store.EvaluationStore`, the run's)
-    each (bin, n)'s load rates are kept there and read back by a rerun."""
-    from ..evaluation import fixed_test_set
-    from ..evaluation_store import EvaluationStore, tensors_fingerprint
-
-    store = store or EvaluationStore(None)
-    keys = tuple(SORT_KEYS)
-    rows = []
-    for problem in problems:
-        for n in lengths:
-            instance = fixed_test_set(problem, n, size, test_seed)
-            piece = {"kind": "reference", "table": "every heuristic", "problem": problem.name,  # the store
-                     "options": {name: repr(value) for name, value in vars(problem).items()}, "n": n,  # adds the
-                     "size": size, "test_seed": test_seed, "instances": tensors_fingerprint(instance),  # source
-                     "heuristics": list(keys)}  # of problems/ to the key
-            rates = store.get_or_compute(piece, lambda problem=problem, instance=instance: np.stack(list(heuristic_load_rates(
-                problem, instance, keys).values())))
-            for key, rate in zip(keys, rates, strict=True):
-                rows.append({"setting": problem.setting, "heuristic": key, "n": n, "load_rate": float(rate.mean())})
-    return pd.DataFrame(rows)

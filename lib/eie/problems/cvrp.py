@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..solvers import hgs_cvrp_solutions
 from .base import CheckedInstance, InfeasibleSolution, Problem, StepContext, first_bad, reorder
 
 DEPOT = 0
@@ -177,11 +178,12 @@ class CVRP(Problem):
         return reorder(instance, order), order
 
     def reference_costs(self, instance: dict, iterations: int | None = 1000, time_limit: float | None = None):
-        """HGS's total distances (`eie.solvers.hgs_cvrp_costs`)."""
-        from ..solvers import hgs_cvrp_costs
-
-        self.check_instance(instance)
-        return hgs_cvrp_costs(instance, self.capacity, iterations=iterations, time_limit=time_limit)
+        """The total distances of HGS's solutions (`eie.solvers.hgs_cvrp_solutions`), each checked."""
+        instance = self.check_instance(instance)
+        data = {"coords": instance["coords"].detach().cpu().double(), "demand": instance["demand"].detach().cpu().double()}
+        solutions = hgs_cvrp_solutions(data, self.capacity, iterations=iterations, time_limit=time_limit)
+        self.check(data, solutions)
+        return self.cost(data, solutions).numpy()
 
     def initial_state(self, instance: dict) -> CVRPState:
         coords = instance["coords"]

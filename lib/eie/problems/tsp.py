@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..solvers import lkh_tsp_tours
 from .base import CheckedInstance, InfeasibleSolution, Problem, StepContext
 
 
@@ -119,11 +120,12 @@ class TSP(Problem):
             raise InfeasibleSolution(f"TSP tours must visit each of the {n} cities once; instances {bad[:5].tolist()} do not")
 
     def reference_costs(self, instance: dict, runs: int = 1):
-        """LKH's tour lengths (`eie.solvers.lkh_tsp_costs`)."""
-        from ..solvers import lkh_tsp_costs
-
-        self.check_instance(instance)
-        return lkh_tsp_costs(instance["coords"], runs=runs)
+        """The lengths of LKH's tours (`eie.solvers.lkh_tsp_tours`), each checked."""
+        instance = self.check_instance(instance)
+        coords = instance["coords"].detach().cpu()
+        tours = lkh_tsp_tours(coords, runs=runs)
+        self.check({"coords": coords}, tours)
+        return self.cost({"coords": coords}, tours).numpy()
 
     def make_node_embedding(self, dim: int) -> nn.Module:
         return TSPNodeEmbedding(dim)
