@@ -1,4 +1,4 @@
-"""How close is HGS (`eie.solvers.hgs_cvrp_costs`) to its own long-run answer after a given number of
+"""How close is HGS (`eie.solvers.hgs_cvrp_solutions`, through `CVRP.reference_costs`) to its own long-run answer after a given number of
 iterations? The CVRP gaps of the study are measured against HGS stopped after `hgs_iterations`
 iterations (reproducible, unlike a time limit); a reference that is still improving makes every gap
 look smaller than it is. For each n it runs HGS on the first --instances instances of the study's

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from eie import entropy, methods
+from eie.evaluation import extrapolation_lengths
 from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
@@ -95,7 +96,7 @@ plt.show()
 # %% tags=[]
 rows = []
 for d, N, N_max in settings:
-    ns = N * 2 ** np.arange(int(np.log2(N_max // N)) + 1)
+    ns = np.array(extrapolation_lengths(N, N_max))
     for key in rules:
         rule = methods.get(key).rule(d, N=N)
         est = entropy.entropy_eq6(ns, rule(ns.astype(float)), d, samples=samples, seed=seed)
@@ -130,7 +131,7 @@ plt.show()
 # %% tags=[]
 rows = []
 for d, N, N_max in settings:
-    ns = N * 2 ** np.arange(int(np.log2(N_max // N)) + 1)
+    ns = np.array(extrapolation_lengths(N, N_max))
     for key in ["inv_sqrt_d", "ln_d"]:
         rule = methods.get(key).rule(d, N=N)
         for n in ns:

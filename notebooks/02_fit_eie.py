@@ -57,6 +57,7 @@ import pandas as pd
 
 from eie import entropy, methods, scaling
 from eie.eie_net import fit_eie, load_eie_net, save_eie_net
+from eie.evaluation import extrapolation_lengths
 from eie.paper import paper_lambda
 from eie.parameters import check_parameters
 from eie.paths import eie_net_path, exact_table_path, results_dir
@@ -112,7 +113,7 @@ for d, N, N_max in settings:
     eie_rule = methods.get("eie").rule(d, net=nets[d])
     exact_rule = methods.get("exact").rule(d, table=tables[d])
     se = dict(zip(tables[d].n.astype(int), tables[d].se, strict=True))
-    for n in N * 2 ** np.arange(int(np.log2(N_max // N)) + 1):
+    for n in extrapolation_lengths(N, N_max):
         rows.append({"d": d, "N": N, "n": int(n), "lambda_eie": float(eie_rule(float(n))),
                      "lambda_exact": float(exact_rule(float(n))), "lambda_paper": paper_lambda(d, N, n),
                      "se_exact": se[int(n)]})

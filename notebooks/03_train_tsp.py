@@ -82,7 +82,7 @@ params = check_parameters("03_train_tsp", globals())  # every parameter checked 
 globals().update(params)
 rule_seeds = study.seeds_by_rule(params)  # {rule: its seeds}
 apply_style()
-d = 16  # head size of the model (width 128, 8 heads)
+d = study.head_size("03_train_tsp", params)  # head size of the model: its width over its heads
 
 # %% [markdown] tags=[]
 # ## Entropy-invariant scales for this training length

@@ -95,7 +95,7 @@ globals().update(params)
 rule_seeds = study.seeds_by_rule(params)  # {rule: its seeds}
 apply_style()
 out = results_dir(run)
-d = 16  # head size of the model (width 128, 8 heads)
+d = study.head_size("05_train_bpp", params)  # head size of the model: its width over its heads
 problems = [BPP(length, width) for length, width in bins]  # one per bin footprint, tables say "LxW"
 
 # %% [markdown] tags=[]

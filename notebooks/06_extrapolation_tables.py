@@ -44,7 +44,7 @@ from IPython.display import Markdown, display
 
 from eie import comparison, findings
 from eie.methods import label
-from eie.paper import TABLE_NUMBER
+from eie.paper import in_table_order, table_stem, table_title
 from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import apply_style, extrapolation_figure, save_figure
@@ -53,7 +53,7 @@ from eie.problems import make_problem
 globals().update(check_parameters("06_extrapolation_tables", globals()))  # every parameter checked before any compute
 apply_style()
 out = results_dir(run, create=False)
-problems = sorted(comparison.RESULT_FILES, key=TABLE_NUMBER.get)  # in the paper's table order: bpp, tsp, cvrp
+problems = in_table_order(comparison.RESULT_FILES)  # the paper's table order: bpp, tsp, cvrp
 
 # %% [markdown] tags=[]
 # ## The tables
@@ -71,7 +71,7 @@ for note in skipped:
 for problem in problems:
     if problem in loaded:
         text = comparison.problem_tables(problem, *loaded[problem], source=f"results/{run}")
-        (out / f"table{TABLE_NUMBER[problem]}_{problem}.md").write_text(text + "\n")
+        (out / f"{table_stem(problem)}.md").write_text(text + "\n")
         display(Markdown(text))
 
 # %% [markdown] tags=[]
@@ -118,7 +118,7 @@ for problem in problems:
     verdicts += comparison.verdict_sentences(problem, results, paired)
     paired.to_csv(out / f"paired_{problem}.csv", index=False, float_format="%.6g")
     paired["cell"] = paired.apply(lambda r: f"{r['diff']:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] {r.verdict}", axis=1)
-    print(f"== Table {TABLE_NUMBER[problem]} ({problem}), EIE - other, {spec.objective_name}:")
+    print(f"== {table_title(problem)} ({problem}), EIE - other, {spec.objective_name}:")
     for setting, part in paired.groupby("setting", sort=False):
         cells = part.pivot(index="other", columns="n", values="cell")
         print(f"-- {setting or problem}")
@@ -152,7 +152,7 @@ for problem in problems:
         continue
     spec = make_problem(problem)
     fig = extrapolation_figure(loaded[problem][0], spec.objective_name, spec.reference_name)
-    fig.suptitle(f"Table {TABLE_NUMBER[problem]}: {spec.name.upper() if len(spec.name) <= 4 else spec.name}, "
+    fig.suptitle(f"{table_title(problem)}: {spec.name.upper() if len(spec.name) <= 4 else spec.name}, "
                  f"{spec.objective_name} against the test length", y=1.01)
     save_figure(fig, f"06_{problem}", run=run)
     plt.show()

@@ -68,11 +68,11 @@ apply_style()
 torch.set_grad_enabled(False)  # probes only (fitting an EIE net below, if needed, turns gradients on itself)
 out = results_dir(run, create=False)
 suffix = "" if seed == 0 else f"_seed{seed}"  # seed 0's files keep their plain names
-d = 16
 lengths = extrapolation_lengths(n_train, n_max)
 methods = rules + ["eie", "exact", "log_N"]
 names = {rule: study.model_name("tsp", rule, n_train, seed) for rule in rules}
 models = {rule: model for rule, model in zip(rules, study.load_policies(names.values(), run=run).values(), strict=True)}
+d = models["inv_sqrt_d"].config.head_dim  # head size of the trained models
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
 bound = dict(zip(methods, study.bind_methods(methods, d, n_train, net, table), strict=True))
 problem = models["inv_sqrt_d"].problem

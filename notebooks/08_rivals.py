@@ -99,6 +99,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from eie import comparison, methods, probes, receptive_field, rivals, run_checks, study, tsplib
+from eie.evaluation import extrapolation_lengths
 from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import (
@@ -116,7 +117,7 @@ params = check_parameters("08_rivals", globals())  # every parameter checked bef
 globals().update(params)
 rule_seeds = study.seeds_by_rule(params)  # {rule: its seeds}
 apply_style()
-d = 16  # head size of the model (width 128, 8 heads)
+d = study.head_size("08_rivals", params)  # head size of the model: its width over its heads
 out = results_dir(run)
 pd.set_option("display.width", 160)
 
@@ -245,7 +246,7 @@ print(spread.groupby(["model", "n"])[["mean_abs_change_pct", "max_abs_change_pct
 
 # %% tags=[]
 slopes = [float(m) for m in alibi_slopes(8)]
-lengths = [n_train * 2**k for k in range(0, 16) if n_train * 2**k <= n_max]
+lengths = extrapolation_lengths(n_train, n_max)
 trf = receptive_field.theory(lengths, slopes, n_train, eps=trf_eps)
 trf.to_csv(out / "rivals_trf.csv", index=False, float_format="%.6g")
 print(trf.pivot_table(index=["slope", "rescaled"], columns="n", values="trf_cities").round(1).to_string())

@@ -10,7 +10,6 @@ from eie.attention import Attention
 from eie.evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
 from eie.model import AttentionModel
 from eie.problems import TSP
-from eie.solvers import lkh_tsp_costs
 
 
 def test_lengths_double_up_to_n_max():
@@ -28,12 +27,12 @@ def test_test_sets_are_fixed_and_prefix_stable():
 
 def test_lkh_finds_the_square_and_beats_an_untrained_model():
     square = torch.tensor([[[0.0, 0.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]])
-    assert lkh_tsp_costs(square)[0] == pytest.approx(4.0)
+    assert TSP().reference_costs({"coords": square})[0] == pytest.approx(4.0)
     inst = fixed_test_set(TSP(), 25, 6)
     torch.manual_seed(0)
     model = AttentionModel(TSP(), Attention(scaling.inv_sqrt_d(16)))
     greedy = greedy_costs(model, inst, methods.get("inv_sqrt_d").bind(16), chunk=4)
-    assert np.all(lkh_tsp_costs(inst["coords"]) <= greedy.numpy() + 1e-6)
+    assert np.all(TSP().reference_costs(inst) <= greedy.numpy() + 1e-6)
 
 
 def test_greedy_costs_restore_the_trained_scale():

@@ -52,6 +52,7 @@ from . import scaling
 from .attention import SITES, Attention
 from .pointer_network import PointerNetwork
 from .position_attention import AxialRoPE, DistanceBias
+from .problems import PROBLEMS
 from .scaling import ScalingRule
 
 
@@ -78,7 +79,10 @@ class Method:
     # Its n is the one the attention's rule sees (the context's n: with CVRP's `size_counts_depot`
     # it counts the depot, and the run check at n = N then reports the mismatch).
     position_scale: Callable[[int, int], float] | None = None
-    # The problems (`eie.problems.PROBLEMS` keys) it applies to; None: every problem.
+    # It uses the nodes' coordinates (a distance bias, a rotation, rescaled coordinates): it applies only
+    # to problems whose nodes have them (`Problem.has_coordinates`; bin packing's boxes have none).
+    needs_coordinates: bool = False
+    # The problems (`eie.problems.PROBLEMS` keys) its model is written for; None: every problem.
     problems: tuple | None = None
 
     @property
@@ -168,6 +172,19 @@ def get(key: str) -> Method:
         raise ValueError(f"unknown method {key!r}; registered: {', '.join(_REGISTRY)}") from None
 
 
+def applies_to(key: str, problem: str) -> bool:
+    """Whether method `key` can run on problem `problem` (a `eie.problems.PROBLEMS` key)."""
+    method = get(key)
+    if method.problems is not None and problem not in method.problems:
+        return False
+    return not method.needs_coordinates or PROBLEMS[problem].has_coordinates
+
+
+def problems_for(key: str) -> list[str]:
+    """The problems method `key` applies to."""
+    return [problem for problem in PROBLEMS if applies_to(key, problem)]
+
+
 def keys(trained: bool | None = None) -> list[str]:
     """Registered keys, in registration order; only the trained (or only the test-time) ones when asked."""
     return [k for k, m in _REGISTRY.items() if trained is None or m.trained == trained]
@@ -240,34 +257,31 @@ def _plain(d, **_):
     return scaling.inv_sqrt_d(d)
 
 
-_POSITIONED = ("tsp", "cvrp")  # problems whose nodes have coordinates (bin packing's boxes have none)
-
-
 for _method in (
     Method("dist_bias", "distance bias (PENS-A)", "distance bias", "#55a868", _plain, attention=DistanceBias,
-           problems=_POSITIONED),
-    Method("rope", "axial RoPE (PENS-R)", "axial RoPE", "#64b5cd", _plain, attention=AxialRoPE, problems=_POSITIONED),
+           needs_coordinates=True),
+    Method("rope", "axial RoPE (PENS-R)", "axial RoPE", "#64b5cd", _plain, attention=AxialRoPE, needs_coordinates=True),
     Method("ptrnet", "Pointer Network", "Pointer Network", "#8c8c8c", _plain, model=PointerNetwork, linestyle=":",
            problems=("tsp",)),
     Method("eie_dist_bias", "EIE + distance bias", "EIE + distance bias", "#2e7d32", _needs_net,
-           applied_to="dist_bias", linestyle="--", problems=_POSITIONED),
+           applied_to="dist_bias", linestyle="--", needs_coordinates=True),
     Method("eie_rope", "EIE + RoPE", "EIE + RoPE", "#1f6f8b", _needs_net, applied_to="rope", linestyle="--",
-           problems=_POSITIONED),
+           needs_coordinates=True),
     Method("rescale", "rescaled coords", r"coords $\times\sqrt{n/N}$", "#ccb974", _plain, applied_to="inv_sqrt_d",
-           coordinate_scale=density_preserving, problems=_POSITIONED),
+           coordinate_scale=density_preserving, needs_coordinates=True),
     Method("rescale_dist_bias", "distance bias + rescaled", r"distance bias, coords $\times\sqrt{n/N}$", "#b8860b",
-           _plain, applied_to="dist_bias", coordinate_scale=density_preserving, linestyle="-.", problems=_POSITIONED),
+           _plain, applied_to="dist_bias", coordinate_scale=density_preserving, linestyle="-.", needs_coordinates=True),
     Method("eie_rescale", "EIE + rescaled coords", r"EIE, coords $\times\sqrt{n/N}$", "#e377c2", _needs_net,
-           applied_to="inv_sqrt_d", coordinate_scale=density_preserving, linestyle="-.", problems=_POSITIONED),
+           applied_to="inv_sqrt_d", coordinate_scale=density_preserving, linestyle="-.", needs_coordinates=True),
     # PENS's rescaling as it acts on its own models, whose coordinates enter only through the bias or
     # the rotation: the positions those see are stretched, the embedded coordinates left alone.
     Method("bias_rescale", "distance bias, positions rescaled", r"distance bias, positions $\times\sqrt{n/N}$",
            "#006400", _plain, applied_to="dist_bias", position_scale=density_preserving, linestyle=":",
-           problems=_POSITIONED),
+           needs_coordinates=True),
     Method("eie_bias_rescale", "EIE + distance bias, positions rescaled",
            r"EIE + distance bias, positions $\times\sqrt{n/N}$", "#9acd32", _needs_net, applied_to="dist_bias",
-           position_scale=density_preserving, linestyle=":", problems=_POSITIONED),
+           position_scale=density_preserving, linestyle=":", needs_coordinates=True),
     Method("rope_rescale", "RoPE, positions rescaled", r"RoPE, positions $\times\sqrt{n/N}$", "#4682b4", _plain,
-           applied_to="rope", position_scale=density_preserving, linestyle=":", problems=_POSITIONED),
+           applied_to="rope", position_scale=density_preserving, linestyle=":", needs_coordinates=True),
 ):
     register(_method)

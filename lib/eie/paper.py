@@ -67,6 +67,21 @@ PAPER_CVRP_TIME_H = {200: 0.17, 400: 0.54, 800: 2.18, 1600: 8.18}
 TABLE_NUMBER = {"bpp": 1, "tsp": 2, "cvrp": 3}
 
 
+def in_table_order(problems) -> list[str]:
+    """`problems` in the paper's table order; a problem the paper has no table for comes after, by name."""
+    return sorted(problems, key=lambda problem: (TABLE_NUMBER.get(problem, len(TABLE_NUMBER) + 1), problem))
+
+
+def table_title(problem: str) -> str:
+    """'Table <k>' for a problem of the paper, else the problem's name (a problem added to the study)."""
+    return f"Table {TABLE_NUMBER[problem]}" if problem in TABLE_NUMBER else problem
+
+
+def table_stem(problem: str) -> str:
+    """The file stem of a problem's table: table<k>_<problem> (the paper's number), else table_<problem>."""
+    return f"table{TABLE_NUMBER.get(problem, '')}_{problem}"
+
+
 def paper_rows(problem: str, setting: str) -> dict | None:
     """The paper's table for a problem and setting ("", "C10", "120x100"), None where it has none."""
     if problem == "tsp":

@@ -276,9 +276,8 @@ def _across(notebook: str, values: dict) -> list[str]:
                             f"-y 'lr_by_capacity: {_flow({**values['lr_by_capacity'], missing[0]: 5e-5})}'")
     problem = getattr(problem_trained_by(notebook), "name", None)
     for key in [*values.get("rules", []), *values.get("training_free", [])]:
-        applies = methods.get(key).problems
-        if problem is not None and applies is not None and problem not in applies:
-            problems.append(f"{key!r} does not apply to {problem} (only to {', '.join(applies)}): drop it from "
+        if problem is not None and key in methods.keys() and not methods.applies_to(key, problem):
+            problems.append(f"{key!r} does not apply to {problem} (only to {', '.join(methods.problems_for(key))}): drop it from "
                             f"{'rules' if key in values.get('rules', []) else 'training_free'} for {notebook}")
     if notebook == "07_appendix" and "inv_sqrt_d" not in values.get("rules", ["inv_sqrt_d"]):
         problems.append("rules must include 'inv_sqrt_d': Figure 6 and the training-free methods (EIE, exact, "

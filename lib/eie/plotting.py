@@ -9,6 +9,7 @@ import numpy as np
 import seaborn as sns
 
 from . import methods
+from .evaluation import extrapolation_lengths
 from .paths import figures_dir
 
 
@@ -33,7 +34,7 @@ def save_figure(fig, name: str, run: str = "default"):
 
 def length_axis(ax, N: int, N_max: int, log: bool = True) -> None:
     """x axis over sequence lengths, ticked at N * 2^k (the lengths the tables report)."""
-    ticks = [N * 2**k for k in range(0, 16) if N * 2**k <= N_max]
+    ticks = extrapolation_lengths(N, N_max)
     if log:
         ax.set_xscale("log")
     ax.set_xticks(ticks, [str(t) for t in ticks])

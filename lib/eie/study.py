@@ -217,6 +217,11 @@ def finished_models(notebook: str, params: dict) -> dict:
     return found
 
 
+def head_size(notebook: str, params: dict) -> int:
+    """The head size d of the models the training notebook trains under `params` (width / heads)."""
+    return training_setups(notebook, params)[0]["config"]["model"].head_dim
+
+
 def evaluate_finished(notebook: str, params: dict, store: EvaluationStore | None = None) -> list[str]:
     """Every method of the training notebook's `params` (`method_keys`) on the models whose training
     has ended (`finished_models`), into the run's evaluation store, where the notebook's own
@@ -226,7 +231,7 @@ def evaluate_finished(notebook: str, params: dict, store: EvaluationStore | None
     Writes no result table. Returns one line per setting: what was evaluated, what was skipped.
     `store`: another store than the run's (`eie.distributed` passes one that records the keys asked for)."""
     models = finished_models(notebook, params)
-    d = training_setups(notebook, params)[0]["config"]["model"].head_dim
+    d = head_size(notebook, params)
     net, table = ensure_scales(d, params["n_train"], params["n_max"], run=params["run"])
     methods = bind_methods(method_keys(params), d, params["n_train"], net, table)
     store = store if store is not None else run_evaluation_store(params["run"])

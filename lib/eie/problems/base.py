@@ -103,6 +103,7 @@ class Problem:
     """Base class of the study's problems; subclasses fill in the methods that raise."""
 
     name: str = ""
+    has_coordinates: bool = True  # its nodes have positions in the plane (what a distance bias or rescaling uses)
     objective_name: str = "cost"  # what the tables report, e.g. "tour length"
     maximise: bool = False
     reference_name: str = "reference"

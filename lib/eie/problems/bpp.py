@@ -230,6 +230,7 @@ class PlacementHead(nn.Module):
 
 class BPP(Problem):
     name = "bpp"
+    has_coordinates = False  # boxes have sizes, no positions until packed
     objective_name = "load rate (%)"
     maximise = True  # the reported objective (load rate) is -cost
     reference_name = "best heuristic"
