@@ -7,6 +7,7 @@ A figure's run is the suffix of its name (`<name>_<run>.png`; none: the smoke ru
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -41,8 +42,8 @@ KINDS = [
     (r"08_tsplib", "TSPLIB: gap to the optimum per instance and method", "notebook 08"),
     (r"lambda_sweep.*", "a sweep of constant scales λ = f/√d on trained models, EIE's and log_N's factors marked",
      "notebook 10 (sweeps: `scripts/lambda_sweep.py`)"),
-    (r"gpu_budget_probe", "TSP20 trained on a GPU past the CPU budget", "`results/cpu_long_v2/gpu_budget_probe.py`"),
-    (r"tsplib_gaps", "TSPLIB gaps of the N = 100 models", "`results/cpu_paper/tsplib_table.py`"),
+    (r"gpu_budget_probe", "TSP20 trained on a GPU past the CPU budget", "`scripts/diagnostics/gpu_budget_probe.py`"),
+    (r"tsplib_gaps", "TSPLIB gaps of the N = 100 models", "`scripts/tsplib_table.py`"),
 ]
 
 
@@ -63,6 +64,7 @@ def describe(name: str) -> tuple[str, str, str]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     names = sorted(p.name for p in (ROOT / "figures").glob("*.png"))
     rows = [describe(name) for name in names]
     lines = ["# Figures", "", "Every figure under `figures/`: what it shows and what writes it. The run is the name's",

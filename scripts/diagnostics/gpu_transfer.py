@@ -1,7 +1,7 @@
 """Bring run 3's models trained on a lent GPU (`gpu_train.sh`) back to this machine.
 
-    python results/cpu_long_v2/gpu_transfer.py pack OUT --since EPOCH_SECONDS --logs LOGS...   (on the GPU)
-    python results/cpu_long_v2/gpu_transfer.py unpack FOLDER                           (here)
+    python scripts/diagnostics/gpu_transfer.py pack OUT --since EPOCH_SECONDS --logs LOGS...   (on the GPU)
+    python scripts/diagnostics/gpu_transfer.py unpack FOLDER                           (here)
 
 `pack` puts under OUT what the device tool can bring back (8 files, 16 MiB each, 64 MiB in all): the
 policies exported to results/cpu_long_v2/models/ since EPOCH_SECONDS (models whose training ended
@@ -23,12 +23,11 @@ import sys
 import tarfile
 from pathlib import Path
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
 from eie.files import load_tensors  # noqa: E402
 from eie.training import install_checkpoint  # noqa: E402
 
-RUN = Path(__file__).resolve().parent
+RUN = Path(__file__).resolve().parents[2] / "results" / "cpu_long_v2"
 FILES, FILE_BYTES, TOTAL_BYTES, TAR_BYTES = 8, 16 * 2**20, 63 * 2**20, 15 * 2**20
 
 

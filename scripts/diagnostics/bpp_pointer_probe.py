@@ -21,7 +21,7 @@ at the first decoding step of 128 fresh 20-box instances (bin 120 x 100, seed 12
                           a probe-only variant). Writes results/cpu_long_v2/bpp_pointer_probe/variants.csv.
 
 Run from the repository root (one thread; the three variants of 200 steps take about 12 minutes):
-  .venv/bin/python results/cpu_long_v2/bpp_pointer_probe.py --train plain centred none --steps 200
+  .venv/bin/python scripts/diagnostics/bpp_pointer_probe.py --train plain centred none --steps 200
 """
 
 import argparse

@@ -4,7 +4,7 @@ coordinates) on the 48 TSPLIB instances of data/tsplib/ (51-2392 cities), greedy
 (EUC_2D) against the optima; EIE's net and the lambda* table fitted up to the longest instance, as
 notebook 08 does. Paired tests (Wilcoxon signed-rank over the instances of a size band, gaps
 averaged over the seeds first, Holm-corrected): EIE against every other method.
-Run from the repository root: .venv/bin/python results/cpu_paper/tsplib_table.py [--max-n 2392]
+Run from the repository root: .venv/bin/python scripts/tsplib_table.py [--max-n 2392]
 Writes results/cpu_paper/tsplib.csv (one row per instance, method, seed), tsplib_paired_eie.csv,
 tsplib_table.md and figures/tsplib_gaps_cpu_paper.png (with --max-n, files named tsplib_upto<max-n>*).
 """

@@ -3,7 +3,7 @@ Notebook 07's probe (`eie.probes.measured_entropy`) on the exported CVRP100 poli
 1/sqrt(d)) of results/cpu_paper/models/: the mean attention-row entropy of each encoder layer under
 1/sqrt(d), EIE and log_N(n)/sqrt(d) at n = 100 ... 1600, beside what Eq. 6 predicts, on a few
 instances of the fixed test sets; with each seed's greedy cost at n = 1600 from cvrp.csv.
-Run from the repository root: .venv/bin/python results/cpu_paper/cvrp_entropy_probe.py [--instances 4]
+Run from the repository root: .venv/bin/python scripts/diagnostics/cvrp_entropy_probe.py [--instances 4]
 Writes results/cpu_paper/cvrp_entropy.csv (one row per seed, method, n and layer).
 """
 

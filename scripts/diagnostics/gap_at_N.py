@@ -3,7 +3,7 @@ sort-then-place heuristic at its own training length?
 A progress check while the run trains (the run's evaluation, notebooks 04 and 08, gives the tables):
 the greedy cost of each model on the study's fixed test set at n = 20 (`eie.evaluation.fixed_test_set`,
 512 instances, the preset's test size) against the reference solver on the same instances: for TSP,
-LKH (`eie.solvers.lkh_tsp_costs`, one run) on all 512; for CVRP, HGS at the preset's iterations
+LKH (`TSP.reference_costs`, one run) on all 512; for CVRP, HGS at the preset's iterations
 (`CVRP.reference_costs`, 20 000) on the first --cvrp-reference instances (default 64), and the
 greedy mean and gaps on those same instances; for bin packing (20 boxes, 120 x 100), the best
 sort-then-place heuristic (`BPP.reference_costs`) on the preset's 128 test instances, in load rate
@@ -16,7 +16,7 @@ results/cpu_long_v2/models/ where this machine has no checkpoint or one trained 
 results/cpu_long_v2/gap_at_N.csv (TSP), gap_at_N_cvrp.csv and gap_at_N_bpp.csv.
 Run from the repository root (about 5 s per TSP model, one thread; CVRP: about a minute per capacity
 for HGS, then seconds per model):
-  .venv/bin/python results/cpu_long_v2/gap_at_N.py [--problems tsp cvrp bpp]
+  .venv/bin/python scripts/diagnostics/gap_at_N.py [--problems tsp cvrp bpp]
 """
 
 import argparse
@@ -30,7 +30,6 @@ from scipy import stats
 from eie import worker
 from eie.evaluation import fixed_test_set, greedy_costs
 from eie.problems import make_problem
-from eie.solvers import lkh_tsp_costs
 from eie.training import checkpoint_epochs, kept_policy, load_trained
 
 RUN = Path("results/cpu_long_v2")
@@ -62,7 +61,7 @@ def tsp_gaps(size: int, paths: list[Path] | None = None) -> pd.DataFrame:
     if not paths:
         raise SystemExit(f"no TSP20 models in {RUN}/checkpoints or {RUN}/models: train them first ({RUN}/README.md)")
     instance = fixed_test_set(make_problem("tsp"), 20, size)
-    reference = lkh_tsp_costs(instance["coords"])
+    reference = make_problem("tsp").reference_costs(instance)  # LKH, one run
     return pd.DataFrame([row(path, greedy_costs(load_trained(path), instance).cpu().numpy(), reference, "lkh")
                          for path in paths])
 

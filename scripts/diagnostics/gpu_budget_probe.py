@@ -5,14 +5,14 @@ learning rate (no plateau rule), and keeps its log and exported policy. A lent G
 few minutes; this CPU's one thread gives 1.3 M training instances in about an hour.
 
 On the GPU machine (the policy and log are written to --out):
-  PYTHONPATH=lib python3 results/cpu_long_v2/gpu_budget_probe.py train --seconds 420 --out $OUT
+  PYTHONPATH=lib python3 scripts/diagnostics/gpu_budget_probe.py train --seconds 420 --out $OUT
 Here, the gap at N of the policy it wrote (greedy on the study's 512 test instances at n = 20 against
 LKH, as `gap_at_N.py`), beside the CPU-trained model's:
-  .venv/bin/python results/cpu_long_v2/gpu_budget_probe.py gap --policy <folder>/gpu_policy.pt
+  .venv/bin/python scripts/diagnostics/gpu_budget_probe.py gap --policy <folder>/gpu_policy.pt
 and both at 20 -> 320 with 1/sqrt(d), EIE and log_N (the study's 512 test instances per n):
-  .venv/bin/python results/cpu_long_v2/gpu_budget_probe.py extrapolate --policy <folder>/gpu_policy.pt
+  .venv/bin/python scripts/diagnostics/gpu_budget_probe.py extrapolate --policy <folder>/gpu_policy.pt
 and their training curves against the training instances seen (figures/cpu_long_v2_gpu_budget_probe.png):
-  .venv/bin/python results/cpu_long_v2/gpu_budget_probe.py figure --policy <folder>/gpu_policy.pt
+  .venv/bin/python scripts/diagnostics/gpu_budget_probe.py figure --policy <folder>/gpu_policy.pt
 """
 
 import argparse

@@ -10,10 +10,10 @@ where the plain plateau rule had stopped the model; since the preset's `lr_drops
 has trained on past it (the batch probe started from epoch 1017, the third plateau), so a rerun
 starts later.
 Run from the repository root:
-  .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --epochs 150
-  .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --lr 2.5e-5 --batch-size 512 --epochs 100
-  .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --notebook 05_train_bpp --lr 1e-3 --epochs 40
-  .venv/bin/python results/cpu_long_v2/lr_drop_probe.py --notebook 05_train_bpp --lr 1e-3 --epochs 40 --exponential-baseline
+  .venv/bin/python scripts/diagnostics/lr_drop_probe.py --lr 2.5e-5 --epochs 150
+  .venv/bin/python scripts/diagnostics/lr_drop_probe.py --lr 2.5e-5 --batch-size 512 --epochs 100
+  .venv/bin/python scripts/diagnostics/lr_drop_probe.py --notebook 05_train_bpp --lr 1e-3 --epochs 40
+  .venv/bin/python scripts/diagnostics/lr_drop_probe.py --notebook 05_train_bpp --lr 1e-3 --epochs 40 --exponential-baseline
 (the last: the bin-packing model of the same rule and seed, 120 x 100, from wherever its checkpoint is).
 Writes results/cpu_long_v2/lr_drop_probe_[<problem and setting>_]lr<lr>[_batch<B>][_expbaseline]_from<epoch>.csv
 (the epochs after the start; the problem only where it is not TSP, the batch only where it differs

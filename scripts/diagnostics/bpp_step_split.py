@@ -4,9 +4,10 @@ Bin packing's sampled rollout runs step by step with gradients (its action head 
 this times that rollout, its backward pass, and the same rollout without gradients (the least a
 replayed path would still pay), medians of 4 repeats at the preset's training size (20 boxes,
 bin 120 x 100, batch 64), one thread.
-Run from the repository root: .venv/bin/python results/cpu_long_v2/bpp_step_split.py
+Run from the repository root: .venv/bin/python scripts/diagnostics/bpp_step_split.py
 """
 
+import argparse
 import statistics
 import time
 
@@ -14,6 +15,8 @@ import torch
 
 from eie import worker
 from eie.training import TrainConfig, build_model
+
+argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
 
 worker.use_threads(1)
 config = TrainConfig(problem="bpp", problem_options={"length": 120, "width": 100}, n_train=20, batch_size=64)

@@ -12,7 +12,7 @@ rate on each (`BPP.reference_costs`), the greedy load, and k sampled rollouts pe
 seeded generator) of which the best of the first 1, 4, 16, ... is kept. Writes
 results/cpu_long_v2/bpp_sampling_probe_<model>.csv (one row per k) and prints it.
 Run from the repository root (about 1 s per 64 rollouts of 20 boxes, one thread):
-  .venv/bin/python results/cpu_long_v2/bpp_sampling_probe.py [--model bpp_120x100_inv_sqrt_d_n20_seed0] [--samples 64]
+  .venv/bin/python scripts/diagnostics/bpp_sampling_probe.py [--model bpp_120x100_inv_sqrt_d_n20_seed0] [--samples 64]
 """
 
 import argparse

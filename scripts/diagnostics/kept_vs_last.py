@@ -10,9 +10,10 @@ it: the mean objective of each (tour length, route length, or minus the load rat
 relative difference of the baseline's to the last one's (%; negative = the baseline's is better),
 and for bin packing the best sort-then-place heuristic's load rate on the same instances.
 Run from the repository root (seconds per TSP or CVRP model, about a minute per bin-packing one):
-  .venv/bin/python results/cpu_long_v2/kept_vs_last.py
+  .venv/bin/python scripts/diagnostics/kept_vs_last.py
 """
 
+import argparse
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +22,8 @@ import torch
 from eie import worker
 from eie.evaluation import fixed_test_set, greedy_costs
 from eie.training import _read_checkpoint, checkpoint_epochs, load_trained
+
+argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
 
 RUN = Path("results/cpu_long_v2")
 

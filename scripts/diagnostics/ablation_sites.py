@@ -2,7 +2,7 @@
 first `--instances` instances of the Table 2 test set: the encoder's self-attention and the decoder's
 glimpse (the study's default, `sites`), the encoder only, the glimpse only; and the n the rule sees
 ("instance" or "unmasked"). A diagnostic for why EIE loses to 1/sqrt(d) at N = 100 (README.md).
-Run from the repository root: .venv/bin/python results/cpu_paper/ablation_sites.py [--instances 1024]
+Run from the repository root: .venv/bin/python scripts/diagnostics/ablation_sites.py [--instances 1024]
 """
 
 import argparse
