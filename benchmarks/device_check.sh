@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One prepared run of the GPU checks, for a lent CUDA machine (the `device` tool sends the working tree
+# One prepared run of the GPU checks, for a CUDA machine (the `device` tool sends the working tree
 # and runs this in its root; its python3 holds PyTorch). Each step has its own time limit, so one slow
 # step cannot take the others' time; every step's output is kept under $OUT (or /tmp/device_check).
 #   bash benchmarks/device_check.sh

@@ -435,7 +435,7 @@ def test_a_model_exported_after_its_training_ended_is_not_trained_again_where_it
 
 def test_a_model_finished_elsewhere_is_not_trained_on_from_an_unfinished_checkpoint_here(tmp_path, monkeypatch,
                                                                                          capsys):
-    """A model this machine had started, then finished on another (a lent GPU) and exported: the export
+    """A model this machine had started, then finished on another (a GPU machine) and exported: the export
     is what the status shows and a worker reads; the checkpoint here is behind it and is not trained on."""
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
     (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))

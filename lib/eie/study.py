@@ -397,7 +397,7 @@ def export_policies(names, run: str = "default") -> list:
     """Copy the trained policies `names` (see `model_name`) from results/<run>/checkpoints/ to
     results/<run>/models/: weights, configuration and epoch log, what notebook 07 reads. A policy
     with no checkpoint here, read from there by `train_models`, is left as it is, and so is one
-    trained further than the checkpoint here (finished on another machine, say a lent GPU, while
+    trained further than the checkpoint here (finished on another machine, say a GPU machine, while
     this one kept an older, unfinished checkpoint of the same model)."""
     exported = []
     for name in names:

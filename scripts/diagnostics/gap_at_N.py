@@ -37,7 +37,7 @@ RUN = Path("results/cpu_long_v2")
 
 def trained_models(pattern: str) -> list[Path]:
     """The models named like `pattern`: of a checkpoint here and an export of the same model, the one
-    trained further (the checkpoint where they are level; an export from another machine, a lent GPU,
+    trained further (the checkpoint where they are level; an export from another machine, a GPU machine,
     where this machine's checkpoint is an unfinished start of the same model)."""
     found = {}
     for folder in ("models", "checkpoints"):

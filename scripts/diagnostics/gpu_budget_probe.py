@@ -1,7 +1,7 @@
 """Is the TSP20 model's 1.7 % floor a floor of the model or of the training budget?
 Trains the cpu_long_v2 1/sqrt(d) TSP20 model (seed 0, the preset's model and training loop,
 `eie.training.train`) from scratch on a GPU for a wall-clock budget, at batch 512 and a constant
-learning rate (no plateau rule), and keeps its log and exported policy. A lent GPU machine gives a
+learning rate (no plateau rule), and keeps its log and exported policy. A GPU machine gives a
 few minutes; this CPU's one thread gives 1.3 M training instances in about an hour.
 
 On the GPU machine (the policy and log are written to --out):

@@ -1,4 +1,4 @@
-"""Bring run 3's models trained on a lent GPU (`gpu_train.sh`) back to this machine.
+"""Bring run 3's models trained on a GPU machine (`gpu_train.sh`) back to this machine.
 
     python scripts/diagnostics/gpu_transfer.py pack OUT --since EPOCH_SECONDS --logs LOGS...   (on the GPU)
     python scripts/diagnostics/gpu_transfer.py unpack FOLDER                           (here)
