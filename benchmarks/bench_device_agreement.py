@@ -16,7 +16,7 @@ import time
 import numpy as np
 import torch
 
-from eie import study
+from eie import extrapolation, study
 from eie.evaluation import fixed_test_set, greedy_costs
 
 RUN = "cpu_paper"
@@ -38,7 +38,7 @@ def main():
     args.instances = args.instances or (1024 if device.type == "cuda" else 64)
     results = study.results_dir(RUN)
     net, table = study.ensure_scales(16, 100, 1600, run=RUN)
-    methods = study.bind_methods(args.methods, d=16, N=100, net=net, table=table)
+    methods = extrapolation.bind_methods(args.methods, d=16, N=100, net=net, table=table)
     print(f"torch {torch.__version__} on {device}" + (f" ({torch.cuda.get_device_name(device)})"
                                                        if device.type == "cuda" else ""))
     print(f"{'problem':7} {'method':10} {'n':>5} {'seconds':>8} {'mean here':>10} {'mean CPU':>9} "

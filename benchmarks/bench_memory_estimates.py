@@ -20,7 +20,7 @@ CASES = ["decode tsp inv_sqrt_d 400 32", "decode tsp inv_sqrt_d 1600 16", "decod
 def measure(kind: str, problem: str, method_key: str, n: int, chunk: str) -> dict:
     import torch
 
-    from eie import study
+    from eie import extrapolation
     from eie.eie_net import fit_eie
     from eie.entropy import eq6_bytes
     from eie.evaluation import decoding_bytes, fixed_test_set, greedy_costs
@@ -31,7 +31,7 @@ def measure(kind: str, problem: str, method_key: str, n: int, chunk: str) -> dic
     if kind == "decode":
         chunk = int(chunk)
         model = build_model(TrainConfig(rule="inv_sqrt_d", n_train=20, problem=problem)).eval()
-        (method,) = study.bind_methods([method_key], 16, 20)
+        (method,) = extrapolation.bind_methods([method_key], 16, 20)
         instances = fixed_test_set(model.problem, n, chunk, 0)
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         greedy_costs(model, instances, method, chunk=chunk)

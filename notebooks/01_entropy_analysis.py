@@ -31,14 +31,8 @@
 # The fitted EIE net and the exact $\lambda^*$ come in notebook 02.
 
 # %% tags=["parameters"]
-settings = [[16, 100, 1600], [32, 120, 1920]]  # type: list[list[int]]  [d, N (training length), N_max]
-rules = ["inv_sqrt_d", "ln_sqrt_d", "ln_d", "log_N", "ssmax"]  # type: list[str]
-samples = 2048  # type: int  Monte-Carlo rows per (n, lambda)
-curve_points = 30  # type: int  n values per curve
-eq21_samples = 16  # type: int  draws of (X, W_Q, W_K) for Eq. 21
-eq21_heads = 8  # type: int
-seed = 0  # type: int
-run = "default"  # type: str
+preset = ""  # type: str  a preset file (presets/NAME.yaml) whose values replace the defaults; every setting: python -m eie.experiments 01_entropy_analysis
+run = None  # type: str  None: the preset's, else 'default'; results/<run>/ to write (and read)
 
 # %% tags=[]
 import matplotlib.pyplot as plt
@@ -47,11 +41,11 @@ import pandas as pd
 
 from eie import entropy, methods
 from eie.evaluation import extrapolation_lengths
-from eie.parameters import check_parameters
+from eie.experiments import configure
 from eie.paths import results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
 
-globals().update(check_parameters("01_entropy_analysis", globals()))  # every parameter checked before any compute
+globals().update(configure("01_entropy_analysis", globals()))  # the experiment: every setting checked before any compute
 apply_style()
 out = results_dir(run)
 pd.set_option("display.precision", 3)

@@ -35,20 +35,9 @@
 # nets and $\lambda^*$ tables in `results/<run>/eie_nets/`, where the training notebooks load them.
 
 # %% tags=["parameters"]
-settings = [[16, 100, 1600], [32, 120, 1920]]  # type: list[list[int]]  [d, N (training length), N_max]
-eie_epochs = 500  # type: int
-eie_batch_size = 256  # type: int
-eie_lr = 1e-3  # type: float
-eie_lr_decay = 0.99  # type: float
-fit_samples = 16  # type: int  Monte-Carlo rows per n_i in each step
-first_activation = "requr"  # type: str  "requr" (text after Eq. 9) or "relu" (Eq. 9 as written)
-input_scale = "gaussian"  # type: str  "gaussian", "log", "unit" or "raw" (see eie/eie_net.py)
-n_sampling = "log-uniform"  # type: str  "log-uniform" or "uniform"
-exact_samples = 4096  # type: int  Monte-Carlo rows per n when solving for lambda*
-entropy_samples = 2048  # type: int  rows per point of the entropy curves
-seed = 0  # type: int
-progress = True  # type: bool  progress bars (`make notebooks` stores the outputs without them)
-run = "default"  # type: str
+preset = ""  # type: str  a preset file (presets/NAME.yaml) whose values replace the defaults; every setting: python -m eie.experiments 02_fit_eie
+run = None  # type: str  None: the preset's, else 'default'; results/<run>/ to write (and read)
+progress = None  # type: bool  None: the preset's, else True; progress bars
 
 # %% tags=[]
 import matplotlib.pyplot as plt
@@ -58,12 +47,12 @@ import pandas as pd
 from eie import entropy, methods, scaling
 from eie.eie_net import fit_eie, load_eie_net, save_eie_net
 from eie.evaluation import extrapolation_lengths
+from eie.experiments import configure
 from eie.paper import paper_lambda
-from eie.parameters import check_parameters
 from eie.paths import eie_net_path, exact_table_path, results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
 
-globals().update(check_parameters("02_fit_eie", globals()))  # every parameter checked before any compute
+globals().update(configure("02_fit_eie", globals()))  # the experiment: every setting checked before any compute
 apply_style()
 out = results_dir(run)
 

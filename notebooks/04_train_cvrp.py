@@ -44,53 +44,25 @@
 # by `pytest --nbval`; the **run checks** after them are, and hold on every machine for a correct run.
 
 # %% tags=["parameters"]
-n_train = 20  # type: int  training length N (destinations)
-n_max = 160  # type: int  test at N, 2N, 4N, ... up to n_max
-capacities = [10, 20]  # type: list[int]  vehicle capacities C_v, one set of models each
-rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # type: list[str]  trained with these scales
-training_free = ["eie", "exact", "log_N"]  # type: list[str]  applied to the inv_sqrt_d model at test time
-seeds = [0, 1]  # type: list[int]
-seeds_by_rule = {}  # type: dict[str,list[int]]  fewer (or other) seeds for some rules, e.g. {"ln_d": [0]}; the others use seeds
-epochs = 4  # type: int
-steps_per_epoch = 10  # type: int
-batch_size = 64  # type: int
-lr_by_capacity = {10: 1e-4, 15: 5e-5, 20: 5e-5}  # type: dict[int,float]  the paper's learning rates
-max_grad_norm = 1.0  # type: float
-baseline_eval_size = 256  # type: int
-lr_decay_on_p = False  # type: bool  the paper's "lr x 0.95 when p > 0.95"
-precision = "float32"  # type: str  "bfloat16": the encoder's linear layers in bfloat16 while training (results/precision/)
-plateau_window = 0  # type: int  W > 0: stop a model before `epochs` once its held-out cost stops improving over W epochs
-plateau_tolerance = 0.001  # type: float  ... by this relative amount (eie.training.plateau_reached)
-lr_drops = 0  # type: int  K > 0: the first K times the rule holds, lower the learning rate and go on instead of stopping
-lr_drop_factor = 0.25  # type: float  ... multiplying it by this (eie.training.plateau_action)
-warmup_epochs = 0  # type: int  W > 0: the first W epochs learn against an exponential baseline (Kool et al.'s warm-up)
-pointer_clip = "plain"  # type: str  "centred": the pointer's logits C tanh(u - mean u), which cannot saturate (eie.model)
-final_policy = "last"  # type: str  what a finished model keeps: "last", or "baseline", the rollout baseline's policy (eie.training)
-sites = ["encoder", "glimpse"]  # type: list[str]  which softmaxes take lambda(n)
-n_mode = "instance"  # type: str  "instance" or "unmasked" (n the rules see while decoding)
-size_counts_depot = False  # type: bool  whether the n the rules see counts the depot
-test_size = 128  # type: int
-test_seed = 1234  # type: int
-reference_size = 16  # type: int  HGS on the first instances of each test set
-max_gap_at_n_train = 150.0  # type: float  run check: every model within this % of HGS at N (untrained: 280-370 %)
-hgs_iterations = 2000  # type: int  HGS iterations per instance (reproducible)
-hgs_time_limit = None  # type: float  optional cap in seconds per instance (machine-dependent results)
-time_size = 32  # type: int  Table 4: instances decoded per n and method, timed
-time_repeats = 3  # type: int  the median of this many timings
-eval_chunk = 256  # type: int
-device = "auto"  # type: str
-progress = True  # type: bool
-run = "default"  # type: str
+preset = ""  # type: str  a preset file (presets/NAME.yaml) whose values replace the defaults; every setting: python -m eie.experiments 04_train_cvrp
+n_train = None  # type: int  None: the preset's, else 20; training length N
+n_max = None  # type: int  None: the preset's, else 160; test at N, 2N, 4N, ... up to n_max
+capacities = None  # type: list[int]  None: the preset's, else [10, 20]; vehicle capacities C_v, one set of models each
+seeds = None  # type: list[int]  None: the preset's, else [0, 1]
+epochs = None  # type: int  None: the preset's, else 4
+device = None  # type: str  None: the preset's, else 'auto'
+progress = None  # type: bool  None: the preset's, else True; progress bars
+run = None  # type: str  None: the preset's, else 'default'; results/<run>/ to write (and read)
 
 # %% tags=[]
 import matplotlib.pyplot as plt
 
-from eie import comparison, run_checks, study
-from eie.parameters import check_parameters
+from eie import comparison, extrapolation, run_checks, study
+from eie.experiments import configure
 from eie.paths import results_dir
 from eie.plotting import apply_style, extrapolation_figure, save_figure, training_figure
 
-params = check_parameters("04_train_cvrp", globals())  # every parameter checked before any compute
+params = configure("04_train_cvrp", globals())  # the experiment: every setting checked before any compute
 globals().update(params)
 rule_seeds = study.seeds_by_rule(params)  # {rule: its seeds}
 apply_style()
@@ -175,10 +147,10 @@ plt.show()
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-timing = study.inference_times(next(iter(models.values()))[("inv_sqrt_d", rule_seeds["inv_sqrt_d"][0])],
-                               study.bind_methods(["inv_sqrt_d", "eie"], d, n_train, net, table), n_train, n_max,
+timing = extrapolation.inference_times(next(iter(models.values()))[("inv_sqrt_d", rule_seeds["inv_sqrt_d"][0])],
+                               extrapolation.bind_methods(["inv_sqrt_d", "eie"], d, n_train, net, table), n_train, n_max,
                                size=time_size, test_seed=test_seed, repeats=time_repeats, chunk=eval_chunk,
                                device=device, progress=False)
 timing.to_csv(out / "cvrp_inference_time.csv", index=False, float_format="%.6g")
-print(study.inference_time_table(timing).to_string(float_format=lambda v: f"{v:.4g}"))
-print(f"one evaluation of the EIE net: {1e3 * study.eie_net_seconds(net, float(n_max)):.3f} ms")
+print(extrapolation.inference_time_table(timing).to_string(float_format=lambda v: f"{v:.4g}"))
+print(f"one evaluation of the EIE net: {1e3 * extrapolation.eie_net_seconds(net, float(n_max)):.3f} ms")

@@ -45,52 +45,29 @@
 # by `pytest --nbval`; the **run checks** after them are, and hold on every machine for a correct run.
 
 # %% tags=["parameters"]
-n_train = 10  # type: int  training length N (boxes)
-n_max = 40  # type: int  test at N, 2N, 4N, ... up to n_max
-bins = [[120, 100]]  # type: list[list[int]]  bin footprints L x W, one set of models each
-rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # type: list[str]  trained with these scales
-training_free = ["eie", "exact", "log_N"]  # type: list[str]  applied to the inv_sqrt_d model at test time
-seeds = [0, 1]  # type: list[int]
-seeds_by_rule = {}  # type: dict[str,list[int]]  fewer (or other) seeds for some rules, e.g. {"ln_d": [0]}; the others use seeds
-epochs = 2  # type: int
-steps_per_epoch = 3  # type: int
-batch_size = 16  # type: int
-lr = 1e-4  # type: float
-max_grad_norm = 1.0  # type: float
-baseline_eval_size = 32  # type: int
-lr_decay_on_p = False  # type: bool  the paper's "lr x 0.95 when p > 0.95"
-precision = "float32"  # type: str  "bfloat16": the encoder's linear layers in bfloat16 while training (results/precision/)
-plateau_window = 0  # type: int  W > 0: stop a model before `epochs` once its held-out cost stops improving over W epochs
-plateau_tolerance = 0.001  # type: float  ... by this relative amount (eie.training.plateau_reached)
-lr_drops = 0  # type: int  K > 0: the first K times the rule holds, lower the learning rate and go on instead of stopping
-lr_drop_factor = 0.25  # type: float  ... multiplying it by this (eie.training.plateau_action)
-warmup_epochs = 0  # type: int  W > 0: the first W epochs learn against an exponential baseline (Kool et al.'s warm-up)
-pointer_clip = "plain"  # type: str  "centred": the pointer's logits C tanh(u - mean u), which cannot saturate (eie.model)
-final_policy = "last"  # type: str  what a finished model keeps: "last", or "baseline", the rollout baseline's policy (eie.training)
-sites = ["encoder", "glimpse"]  # type: list[str]  which softmaxes take lambda(n)
-n_mode = "instance"  # type: str  "instance" or "unmasked" (n the rules see while decoding)
-test_size = 16  # type: int
-test_seed = 1234  # type: int
-reference_size = 16  # type: int  heuristics on the first instances of each test set
-eval_chunk = 64  # type: int
-device = "auto"  # type: str
-progress = True  # type: bool
-run = "default"  # type: str
+preset = ""  # type: str  a preset file (presets/NAME.yaml) whose values replace the defaults; every setting: python -m eie.experiments 05_train_bpp
+n_train = None  # type: int  None: the preset's, else 10; training length N (boxes)
+n_max = None  # type: int  None: the preset's, else 40; test at N, 2N, 4N, ... up to n_max
+seeds = None  # type: list[int]  None: the preset's, else [0, 1]
+epochs = None  # type: int  None: the preset's, else 2
+device = None  # type: str  None: the preset's, else 'auto'
+progress = None  # type: bool  None: the preset's, else True; progress bars
+run = None  # type: str  None: the preset's, else 'default'; results/<run>/ to write (and read)
 
 # %% tags=[]
 import matplotlib.pyplot as plt
 
 from eie import comparison, run_checks, study
 from eie.evaluation import extrapolation_lengths, fixed_test_set
+from eie.experiments import configure
 from eie.heuristics_table import heuristics_table
 from eie.methods import label
-from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import apply_style, extrapolation_figure, packings_figure, save_figure, training_figure
 from eie.problems.bpp import BPP
 from eie.problems.bpp_heuristics import heuristic_solution
 
-params = check_parameters("05_train_bpp", globals())  # every parameter checked before any compute
+params = configure("05_train_bpp", globals())  # the experiment: every setting checked before any compute
 globals().update(params)
 rule_seeds = study.seeds_by_rule(params)  # {rule: its seeds}
 apply_style()

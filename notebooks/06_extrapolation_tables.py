@@ -35,22 +35,22 @@
 # `results/<run>/paired_<problem>.csv`, `results/<run>/verdicts.md` and `figures/06_<problem>_<run>.png`.
 
 # %% tags=["parameters"]
-run = "cpu_long_v2"  # type: str  results/<run>/ to read (and write the tables to)
-alpha = 0.05  # type: float  family-wise error level of the paired comparisons (Holm over each table)
+preset = ""  # type: str  a preset file (presets/NAME.yaml) whose values replace the defaults; every setting: python -m eie.experiments 06_extrapolation_tables
+run = None  # type: str  None: the preset's, else 'cpu_long_v2'; results/<run>/ to read (and write the tables to)
 
 # %% tags=[]
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 from eie import comparison, findings
+from eie.experiments import configure
 from eie.methods import label
 from eie.paper import in_table_order, table_stem, table_title
-from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import apply_style, extrapolation_figure, save_figure
 from eie.problems import make_problem
 
-globals().update(check_parameters("06_extrapolation_tables", globals()))  # every parameter checked before any compute
+globals().update(configure("06_extrapolation_tables", globals()))  # the experiment: every setting checked before any compute
 apply_style()
 out = results_dir(run, create=False)
 problems = in_table_order(comparison.RESULT_FILES)  # the paper's table order: bpp, tsp, cvrp

@@ -40,15 +40,8 @@
 # `_seed<seed>`, so that probing another seed keeps seed 0's files).
 
 # %% tags=["parameters"]
-run = "cpu_long_v2"  # type: str  results/<run>/models/ holds the trained TSP policies (notebook 03 exports them)
-n_train = 20  # type: int  their training length N
-n_max = 320  # type: int  probe at N, 2N, ... up to n_max
-seed = 0  # type: int  which training seed's models
-rules = ["inv_sqrt_d", "ln_d", "ln_sqrt_d"]  # type: list[str]  the trained rules whose models the run has (inv_sqrt_d required)
-instances = 16  # type: int  test instances per n for the entropy measurements
-permutation_instances = 4  # type: int  test instances per n for the Theorem 1 check (it decodes each twice)
-js_instances = 64  # type: int  instances at the training length for Figure 6
-test_seed = 4321  # type: int
+preset = ""  # type: str  a preset file (presets/NAME.yaml) whose values replace the defaults; every setting: python -m eie.experiments 07_appendix
+run = None  # type: str  None: the preset's, else 'cpu_long_v2'; results/<run>/models/ holds the trained TSP policies
 
 # %% tags=[]
 import matplotlib.pyplot as plt
@@ -56,14 +49,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from eie import probes, study
+from eie import extrapolation, probes, study
 from eie.evaluation import extrapolation_lengths, fixed_test_set
+from eie.experiments import configure
 from eie.methods import label
-from eie.parameters import check_parameters
 from eie.paths import results_dir
 from eie.plotting import apply_style, length_axis, rule_kwargs, save_figure
 
-globals().update(check_parameters("07_appendix", globals()))  # every parameter checked before any compute
+globals().update(configure("07_appendix", globals()))  # the experiment: every setting checked before any compute
 apply_style()
 torch.set_grad_enabled(False)  # probes only (fitting an EIE net below, if needed, turns gradients on itself)
 out = results_dir(run, create=False)
@@ -74,7 +67,7 @@ names = {rule: study.model_name("tsp", rule, n_train, seed) for rule in rules}
 models = {rule: model for rule, model in zip(rules, study.load_policies(names.values(), run=run).values(), strict=True)}
 d = models["inv_sqrt_d"].config.head_dim  # head size of the trained models
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
-bound = dict(zip(methods, study.bind_methods(methods, d, n_train, net, table), strict=True))
+bound = dict(zip(methods, extrapolation.bind_methods(methods, d, n_train, net, table), strict=True))
 problem = models["inv_sqrt_d"].problem
 print(f"TSP{n_train} models ({', '.join(names.values())}), probed at n = {lengths}")
 

@@ -51,56 +51,22 @@
 # `pytest --nbval`; the run checks and the closed-form theory are.
 
 # %% tags=["parameters"]
-n_train = 20  # type: int  training length N
-n_max = 160  # type: int  test at N, 2N, 4N, ... up to n_max
-rules = ["inv_sqrt_d", "ssmax", "dist_bias", "rope", "ptrnet"]  # type: list[str]  trained at N
-training_free = ["eie", "exact", "log_N", "rescale", "eie_rescale", "rescale_dist_bias", "eie_dist_bias", "eie_rope", "bias_rescale", "eie_bias_rescale", "rope_rescale"]  # type: list[str]  noqa: E501
-seeds = [0, 1]  # type: list[int]
-seeds_by_rule = {}  # type: dict[str,list[int]]  fewer (or other) seeds for some rules, e.g. {"ln_d": [0]}; the others use seeds
-epochs = 4  # type: int
-steps_per_epoch = 10  # type: int
-batch_size = 64  # type: int
-lr = 1e-4  # type: float
-max_grad_norm = 1.0  # type: float
-baseline_eval_size = 256  # type: int
-lr_decay_on_p = False  # type: bool
-precision = "float32"  # type: str
-plateau_window = 0  # type: int  W > 0: stop a model before `epochs` once its held-out cost stops improving over W epochs
-plateau_tolerance = 0.001  # type: float  ... by this relative amount (eie.training.plateau_reached)
-lr_drops = 0  # type: int  K > 0: the first K times the rule holds, lower the learning rate and go on instead of stopping
-lr_drop_factor = 0.25  # type: float  ... multiplying it by this (eie.training.plateau_action)
-warmup_epochs = 0  # type: int  W > 0: the first W epochs learn against an exponential baseline (Kool et al.'s warm-up)
-pointer_clip = "plain"  # type: str  "centred": the pointer's logits C tanh(u - mean u), which cannot saturate (eie.model)
-final_policy = "last"  # type: str  what a finished model keeps: "last", or "baseline", the rollout baseline's policy (eie.training)
-sites = ["encoder", "glimpse"]  # type: list[str]  which softmaxes take lambda(n)
-n_mode = "instance"  # type: str
-test_size = 128  # type: int
-test_seed = 1234  # type: int
-reference_size = 16  # type: int  LKH on the first instances of each test set
-max_gap_at_n_train = 150.0  # type: float  run check: within this % of LKH at N (random tours: ~170 %; the Pointer Network learns slowest)
-lkh_runs = 1  # type: int
-alpha = 0.05  # type: float  paired tests, Holm-corrected
-rescale_factors = [1.0, 1.25, 1.5, 2.0, 3.0]  # type: list[float]  fixed coordinate factors of the sweep
-sweep_models = ["inv_sqrt_d", "dist_bias"]  # type: list[str]  the models the sweep rescales (those in rules; else the first rule)
-permutation_orderings = 3  # type: int  random input orders per instance
-permutation_instances = 32  # type: int
-probe_instances = 4  # type: int  test instances whose attention rows are measured
-entropy_samples = 256  # type: int  Monte-Carlo instances per n for the receptive-field section
-entropy_radius = 0.25  # type: float  attention mass within this distance of the query city (instance units)
-trf_eps = 0.05  # type: float  the TRF holds 1 - eps of the bias's mass
-tsplib_max_n = 200  # type: int  TSPLIB instances up to this size (None: all 48, up to 2392 cities); beyond n_max: scales fitted further
-eval_chunk = 256  # type: int
-device = "auto"  # type: str
-progress = True  # type: bool
-run = "default"  # type: str
+preset = ""  # type: str  a preset file (presets/NAME.yaml) whose values replace the defaults; every setting: python -m eie.experiments 08_rivals
+n_train = None  # type: int  None: the preset's, else 20; training length N
+n_max = None  # type: int  None: the preset's, else 160; test at N, 2N, 4N, ... up to n_max
+seeds = None  # type: list[int]  None: the preset's, else [0, 1]
+epochs = None  # type: int  None: the preset's, else 4
+device = None  # type: str  None: the preset's, else 'auto'
+progress = None  # type: bool  None: the preset's, else True; progress bars
+run = None  # type: str  None: the preset's, else 'default'; results/<run>/ to write (and read)
 
 # %% tags=[]
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from eie import comparison, methods, probes, receptive_field, rivals, run_checks, study, tsplib
+from eie import comparison, extrapolation, methods, probes, receptive_field, rivals, run_checks, study, tsplib
 from eie.evaluation import extrapolation_lengths
-from eie.parameters import check_parameters
+from eie.experiments import configure
 from eie.paths import results_dir
 from eie.plotting import (
                           apply_style,
@@ -113,7 +79,7 @@ from eie.plotting import (
 )
 from eie.position_attention import alibi_slopes
 
-params = check_parameters("08_rivals", globals())  # every parameter checked before any compute
+params = configure("08_rivals", globals())  # the experiment: every setting checked before any compute
 globals().update(params)
 rule_seeds = study.seeds_by_rule(params)  # {rule: its seeds}
 apply_style()
@@ -284,7 +250,7 @@ print(measured.pivot_table(index=["configuration", "slope"], columns="n", values
 probed_keys = [k for k in ("inv_sqrt_d", "eie", "dist_bias", "eie_dist_bias", "rope", "eie_rope")
                if k in rules or (k in training_free and methods.get(k).applied_to in rules)]
 probed = probes.measured_entropy({key: models[(key, rule_seeds[key][0])] for key in rules if key != "ptrnet"},
-                                 study.bind_methods(probed_keys, d, n_train, net, table), n_train, n_max,
+                                 extrapolation.bind_methods(probed_keys, d, n_train, net, table), n_train, n_max,
                                  probe_instances)
 probed.to_csv(out / "rivals_probe_entropy.csv", index=False, float_format="%.6g")
 print(probed.pivot_table(index=["method", "layer"], columns="n", values="measured", sort=False).round(2).to_string())
@@ -302,7 +268,7 @@ print(probed.pivot_table(index=["method", "layer"], columns="n", values="measure
 # %% tags=[]
 instances = tsplib.load_tsplib(max_n=tsplib_max_n)
 tsplib_net, tsplib_table = study.ensure_scales(d, n_train, max(n_max, max(i.n for i in instances)), run=run)
-bound = study.bind_methods(study.method_keys(params), d, n_train, tsplib_net, tsplib_table)
+bound = extrapolation.bind_methods(study.method_keys(params), d, n_train, tsplib_net, tsplib_table)
 on_tsplib = tsplib.evaluate_tsplib(models, bound, instances, progress=progress, store=study.run_evaluation_store(run))
 on_tsplib.to_csv(out / "rivals_tsplib.csv", index=False, float_format="%.4f")
 print(f"{len(instances)} TSPLIB instances ({min(i.n for i in instances)}-{max(i.n for i in instances)} cities), "

@@ -34,17 +34,18 @@
 # (`python -m eie.findings --write` regenerates them, `tests/test_findings.py` checks they agree).
 
 # %% tags=["parameters"]
-run = "default"  # type: str  figures/verdict.png for "default", figures/verdict_<run>.png otherwise
+preset = ""  # type: str  a preset file (presets/NAME.yaml) whose values replace the defaults; every setting: python -m eie.experiments 09_findings
+run = None  # type: str  None: the preset's, else 'default'; figures/verdict.png for 'default', figures/verdict_<run>.png otherwise
 
 # %% tags=[]
 from IPython.display import Markdown, display
 
 from eie import findings
-from eie.parameters import check_parameters
+from eie.experiments import configure
 from eie.paths import repo_root
 from eie.plotting import apply_style, save_figure
 
-globals().update(check_parameters("09_findings", globals()))  # every parameter checked before any compute
+globals().update(configure("09_findings", globals()))  # the experiment: every setting checked before any compute
 apply_style()
 
 # %% [markdown] tags=[]

@@ -30,7 +30,8 @@
 # optimum per seed and its mean over seeds.
 
 # %% tags=["parameters"]
-run = "cpu_paper"  # type: str  results/<run>/ whose sweeps are read
+preset = ""  # type: str  a preset file (presets/NAME.yaml) whose values replace the defaults; every setting: python -m eie.experiments 10_lambda_sweeps
+run = None  # type: str  None: the preset's, else 'cpu_paper'; results/<run>/ whose sweeps are read
 
 # %% tags=[]
 import re
@@ -40,12 +41,12 @@ from IPython.display import Markdown, display
 
 from eie import lambda_sweep
 from eie.comparison import markdown_table
-from eie.parameters import check_parameters
+from eie.experiments import configure
 from eie.paths import results_dir
 from eie.plotting import apply_style, save_figure
 from eie.problems import PROBLEMS
 
-globals().update(check_parameters("10_lambda_sweeps", globals()))  # every parameter checked before any compute
+globals().update(configure("10_lambda_sweeps", globals()))  # the experiment: every setting checked before any compute
 apply_style()
 files = sorted(results_dir(run, create=False).glob("lambda_sweep_*_seed*.csv"))
 groups = {}

@@ -21,13 +21,12 @@ from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
-from eie import study  # noqa: E402
+from eie import experiments, extrapolation, study  # noqa: E402
 from eie.comparison import markdown_table  # noqa: E402
 from eie.cvrplib import BANDS, load_cvrplib  # noqa: E402
 from eie.evaluation import greedy_solutions  # noqa: E402
 from eie.methods import label  # noqa: E402
 from eie.seed_level import describe, summarise_effects  # noqa: E402
-from eie.worker import preset_parameters  # noqa: E402
 
 
 def evaluate(params: dict, settings, method_keys, max_n) -> pd.DataFrame:
@@ -35,7 +34,7 @@ def evaluate(params: dict, settings, method_keys, max_n) -> pd.DataFrame:
     n_train, run = params["n_train"], params["run"]
     n_max = max(params["n_max"], max(instance.n for instance in instances) + 1)
     net, table = study.ensure_scales(16, n_train, n_max, run=run)
-    methods = study.bind_methods(method_keys, 16, n_train, net, table)
+    methods = extrapolation.bind_methods(method_keys, 16, n_train, net, table)
     rows = []
     setups = [s for s in study.training_setups("04_train_cvrp", params) if not settings or s["setting"] in settings]
     for setup in setups:
@@ -86,7 +85,7 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+", default=["inv_sqrt_d", "eie", "log_N"])
     parser.add_argument("--max-n", type=int, default=None, help="only instances with at most this many customers")
     args = parser.parse_args()
-    params = preset_parameters(args.preset, "04_train_cvrp")
+    params = experiments.load("04_train_cvrp", args.preset)
     frame = evaluate(params, args.setting, args.methods, args.max_n)
     out = study.results_dir(params["run"], create=False)
     frame.to_csv(out / "cvrplib.csv", index=False, float_format="%.4f")

@@ -24,13 +24,12 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
-from eie import study  # noqa: E402
+from eie import experiments, extrapolation, study  # noqa: E402
 from eie.decoding import constant_factor, mode_costs, parse_mode  # noqa: E402
 from eie.evaluation import fixed_test_set  # noqa: E402
 from eie.methods import label  # noqa: E402
 from eie.problems import make_problem  # noqa: E402
 from eie.seed_level import describe, summarise_effects  # noqa: E402
-from eie.worker import preset_parameters  # noqa: E402
 
 COLUMNS = ["setting", "seed", "n", "mode", "method", "instances", "mean", "sem", "seconds"]
 
@@ -41,7 +40,7 @@ def run(params, notebook, seeds, lengths, modes, method_keys, factors, instances
     finished = set(zip(done.setting, done.seed, done.n, done["mode"], strict=True))
     n_train, run_name = params["n_train"], params["run"]
     net, table = study.ensure_scales(16, n_train, params["n_max"], run=run_name)
-    bound = study.bind_methods(method_keys, 16, n_train, net, table)
+    bound = extrapolation.bind_methods(method_keys, 16, n_train, net, table)
     plain = next(m for m in bound if m.key == "inv_sqrt_d")
     methods = [(m.key, m) for m in bound] + [(f"const_{f:g}", constant_factor(plain, f)) for f in factors]
     for setup in study.training_setups(notebook, params):
@@ -117,7 +116,7 @@ def main() -> int:
     args = parser.parse_args()
     for mode in args.modes:
         parse_mode(mode)
-    params = preset_parameters(args.preset, args.notebook)
+    params = experiments.load(args.notebook, args.preset)
     if "inv_sqrt_d" not in args.methods:
         parser.error("--methods must include inv_sqrt_d (every effect is against it)")
     seeds = args.seeds if args.seeds is not None else params["seeds"]

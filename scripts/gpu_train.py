@@ -13,7 +13,7 @@ is bounded (`FILES`, `FILE_BYTES`, `TOTAL_BYTES`): the furthest checkpoints (by 
 budget done) are packed first, and the others are named as left behind.
 
 `unpack` writes each checkpoint into results/<run>/checkpoints/ with its epoch log
-(`eie.training.install_checkpoint`; a checkpoint as far or further is kept). A checkpoint written on
+(`eie.checkpoints.install_checkpoint`; a checkpoint as far or further is kept). A checkpoint written on
 a GPU holds the CUDA generator's state, which a CPU generator cannot take: on resuming, its sampling
 stream restarts from `eie.training.sampling_restart_seed(seed, epoch)`, so training after the device
 switch is exact from there on but is not the continuation the GPU would have run.
@@ -31,8 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
+from eie.checkpoints import install_checkpoint  # noqa: E402
 from eie.files import load_tensors  # noqa: E402
-from eie.training import install_checkpoint  # noqa: E402
 
 FILES, FILE_BYTES, TOTAL_BYTES = 8, 16 * 2**20, 63 * 2**20
 

@@ -19,9 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
-from eie import lambda_sweep, study  # noqa: E402
+from eie import experiments, extrapolation, lambda_sweep, study  # noqa: E402
 from eie.problems import PROBLEMS  # noqa: E402
-from eie.worker import preset_parameters  # noqa: E402
 
 
 def main() -> int:
@@ -37,7 +36,7 @@ def main() -> int:
     parser.add_argument("--lengths", type=int, nargs="+", default=None, help="test lengths (default: 4N and 8N)")
     parser.add_argument("--factors", type=float, nargs="+", default=list(lambda_sweep.FACTORS))
     args = parser.parse_args()
-    params = preset_parameters(args.preset, args.notebook or PROBLEMS[args.problem].notebook)
+    params = experiments.load(args.notebook or experiments.training_notebook(args.problem), args.preset)
     run, N, N_max = params["run"], params["n_train"], params["n_max"]
     lengths = args.lengths or [4 * N, 8 * N]
     if any(not N < n <= N_max for n in lengths):
@@ -47,11 +46,11 @@ def main() -> int:
     folder = study.results_dir(run, create=False) / "models"
     if not (folder / f"{name}.pt").is_file():
         parser.error(f"no exported policy {name} in {folder}: train it with notebook "
-                     f"{args.notebook or PROBLEMS[args.problem].notebook} and {args.preset} first")
+                     f"{args.notebook or experiments.training_notebook(args.problem)} and {args.preset} first")
     model = study.load_policies([name], run=run)[name]
     d = model.config.head_dim
     net, table = study.ensure_scales(d, N, N_max, run=run)
-    plain, eie, log_n = study.bind_methods(["inv_sqrt_d", "eie", "log_N"], d, N, net, table)
+    plain, eie, log_n = extrapolation.bind_methods(["inv_sqrt_d", "eie", "log_N"], d, N, net, table)
     try:
         frame = lambda_sweep.sweep(model, plain, [eie, log_n], lengths, args.factors, args.instances,
                                    test_seed=params["test_seed"])

@@ -10,7 +10,7 @@ the run's committed per-instance results (random method, seed and n up to `--max
 setting of the notebook) with today's code and requires each to equal the committed values exactly;
 only then does it rename every stale piece of the run (results/<run>/checkpoints/evaluation/ and
 carry/evaluation/) to the name today's code looks up, rewriting the piece's key where the function that
-builds pieces (`eie.study.evaluate`, `eie.tsplib.evaluate_tsplib`) was edited. A mismatch renames nothing
+builds pieces (`eie.extrapolation.evaluate`, `eie.tsplib.evaluate_tsplib`) was edited. A mismatch renames nothing
 and exits 1.
 
 With `--fill` it also writes, under today's keys, the method pieces that the store lacks but the
@@ -31,13 +31,12 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
-from eie import study  # noqa: E402
+from eie import experiments, extrapolation, study  # noqa: E402
 from eie.comparison import load_instance_objectives  # noqa: E402
 from eie.evaluation import fixed_test_set, greedy_costs  # noqa: E402
 from eie.evaluation_store import EvaluationStore, function_fingerprint, model_fingerprint  # noqa: E402
 from eie.files import load_tensors  # noqa: E402
 from eie.problems import make_problem  # noqa: E402
-from eie.worker import preset_parameters  # noqa: E402
 
 
 def verify(params: dict, notebook: str, samples: int, max_factor: int, seed: int = 0) -> bool:
@@ -57,7 +56,7 @@ def verify(params: dict, notebook: str, samples: int, max_factor: int, seed: int
     for setting, method_key, model_seed, n in rng.sample(candidates, min(samples, len(candidates))):
         setup = by_setting[setting]
         problem = make_problem(problem_name, **setup["config"].get("problem_options", {}))
-        (method,) = study.bind_methods([method_key], 16, n_train, net, table)
+        (method,) = extrapolation.bind_methods([method_key], 16, n_train, net, table)
         name = study.model_name(problem_name, method.model_key, n_train, model_seed, setup["tag"])
         model = study.load_policies([name], run=run)[name]
         instances = fixed_test_set(problem, n, params["test_size"], params["test_seed"])
@@ -75,7 +74,7 @@ def builders() -> dict:
     """{kind of piece: fingerprint of today's function that builds it} (the key's "code" entry)."""
     from eie import tsplib
 
-    study_code = function_fingerprint(study.evaluate)
+    study_code = function_fingerprint(extrapolation.evaluate)
     return {"method": study_code, "reference": study_code, "tsplib": function_fingerprint(tsplib.evaluate_tsplib)}
 
 
@@ -139,7 +138,7 @@ def fill(params: dict, notebook: str) -> int:
     params = {**params, "progress": False}
     d = study.training_setups(notebook, params)[0]["config"]["model"].head_dim
     net, table = study.ensure_scales(d, params["n_train"], params["n_max"], run=params["run"])
-    methods = study.bind_methods(study.method_keys(params), d, params["n_train"], net, table)
+    methods = extrapolation.bind_methods(study.method_keys(params), d, params["n_train"], net, table)
     store = CommittedValues(study.run_evaluation_store(params["run"]), committed, {})
     for setting, models in study.finished_models(notebook, params).items():
         models = {key: model for key, model in models.items() if (setting, key[1]) in covered}
@@ -159,7 +158,7 @@ def main() -> int:
     parser.add_argument("--max-factor", type=int, default=2, help="check entries at n <= this x N (cheap ones)")
     parser.add_argument("--fill", action="store_true", help="also write the missing pieces of committed results")
     args = parser.parse_args()
-    params = preset_parameters(args.preset, args.notebook)
+    params = experiments.load(args.notebook, args.preset)
     if not verify(params, args.notebook, args.samples, args.max_factor):
         print("today's code does not reproduce the committed values: no piece renamed")
         return 1

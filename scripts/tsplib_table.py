@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from eie import comparison, methods, study, tsplib, worker
+from eie import comparison, experiments, extrapolation, methods, study, tsplib
 from eie.paths import repo_root, results_dir
 from eie.plotting import apply_style, save_figure, tsplib_figure
 
@@ -25,7 +25,7 @@ parser.add_argument("--progress", action="store_true")
 args = parser.parse_args()
 
 torch.set_grad_enabled(False)
-preset = worker.preset_parameters("presets/cpu_paper.yaml", "03_train_tsp")
+preset = experiments.load("03_train_tsp", "presets/cpu_paper.yaml")
 run, n_train = preset["run"], preset["n_train"]
 names = {(rule, seed): f"tsp_{rule}_n{n_train}_seed{seed}" for rule in preset["rules"] for seed in preset["seeds"]}
 loaded = study.load_policies(names.values(), run=run)
@@ -35,7 +35,7 @@ d = next(iter(models.values())).config.head_dim
 instances = tsplib.load_tsplib(max_n=args.max_n)
 longest = max(instance.n for instance in instances)
 net, table = study.ensure_scales(d, n_train, max(preset["n_max"], longest), run=run)
-bound = study.bind_methods(study.method_keys(preset), d, n_train, net, table)
+bound = extrapolation.bind_methods(study.method_keys(preset), d, n_train, net, table)
 started = time.perf_counter()
 results = tsplib.evaluate_tsplib(models, bound, instances, progress=args.progress)
 print(f"{len(instances)} TSPLIB instances ({min(i.n for i in instances)}-{longest} cities), {len(results)} tours "

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from eie import heuristics_table, scaling, study
+from eie import comparison, extrapolation, heuristics_table, scaling, study
 from eie.attention import Attention
 from eie.model import AttentionModel
 from eie.problems import BPP, heightmap, make_problem
@@ -197,7 +197,7 @@ def test_study_trains_and_evaluates_bpp_with_load_rates(tmp_path, monkeypatch):
                                      problem="bpp", problem_options={"length": 60, "width": 50}, n_train=4, epochs=1,
                                      steps_per_epoch=1, batch_size=4, baseline_eval_size=4)
     assert (tmp_path / "t" / "checkpoints" / "bpp_60x50_inv_sqrt_d_n4_seed0.pt").is_file()
-    results, rates, references = study.evaluate(models, study.bind_methods(["inv_sqrt_d", "log_N"], 16, 4), 4, 8,
+    results, rates, references = extrapolation.evaluate(models, extrapolation.bind_methods(["inv_sqrt_d", "log_N"], 16, 4), 4, 8,
                                                 test_size=3,
                                                 setting="60x50", reference_size=3, device="cpu", progress=False)
     learned = results[results.method != "reference"]
@@ -206,4 +206,4 @@ def test_study_trains_and_evaluates_bpp_with_load_rates(tmp_path, monkeypatch):
     for row in learned.itertuples():
         assert row.gap_pct == pytest.approx(100 * (1 - row.objective / reference[row.n]), abs=1e-4)
     assert all(np.all(r > 0) for r in references.values())
-    assert study.table_by_method(learned, maximise=True).iloc[:, 0].str.startswith("*").sum() == 1
+    assert comparison.table_by_method(learned, maximise=True).iloc[:, 0].str.startswith("*").sum() == 1

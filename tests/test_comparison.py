@@ -1,8 +1,9 @@
 import numpy as np
 import pandas as pd
 import pytest
+from script_module import script_module
 
-from eie import comparison, study
+from eie import comparison, extrapolation
 
 
 def fake_objectives(shift_eie=-0.5, size=60, seeds=(0, 1)):
@@ -19,11 +20,11 @@ def fake_objectives(shift_eie=-0.5, size=60, seeds=(0, 1)):
 
 def test_save_and_load_round_trip(tmp_path):
     per_instance = {("C10", "eie", 0, 20): np.arange(3.0), ("C10", "ln_d", 1, 40): np.ones(3)}
-    study.save_instance_costs(per_instance, tmp_path / "x.npz")
+    extrapolation.save_instance_costs(per_instance, tmp_path / "x.npz")
     loaded = comparison.load_instance_objectives(tmp_path / "x.npz")
     assert set(loaded) == {("C10", "eie", 0, 20), ("C10", "ln_d", 1, 40)}
     np.testing.assert_array_equal(loaded[("C10", "eie", 0, 20)], np.arange(3.0))
-    study.save_instance_costs({("", "eie", 0, 20): np.ones(2)}, tmp_path / "y.npz")
+    extrapolation.save_instance_costs({("", "eie", 0, 20): np.ones(2)}, tmp_path / "y.npz")
     assert set(comparison.load_instance_objectives(tmp_path / "y.npz")) == {("", "eie", 0, 20)}
     with pytest.raises(FileNotFoundError, match="run the training notebook"):
         comparison.load_instance_objectives(tmp_path / "missing.npz")
@@ -53,7 +54,7 @@ def test_holm_adjustment():
 def test_markdown_table_with_bold_best():
     results = pd.DataFrame({"method": ["a", "a", "b", "b"], "seed": [0, 1, 0, 1], "n": [20] * 4,
                             "objective": [1.0, 1.2, 2.0, 2.0]})
-    cells = study.table_by_method(results, mark="**{}**")
+    cells = comparison.table_by_method(results, mark="**{}**")
     text = comparison.markdown_table(cells, "method")
     assert text.splitlines()[0] == "| method | 20 |"
     assert "| a | **1.10 (0.14)** |" in text and "| b | 2.00 (0.00) |" in text
@@ -79,7 +80,7 @@ def write_run(folder, objectives, reference=7.0):
     rows.append({"problem": "cvrp", "setting": "C10", "method": "reference", "seed": -1, "n": 20,
                  "objective": reference, "gap_pct": 0.0})
     pd.DataFrame(rows).to_csv(folder / "cvrp.csv", index=False)
-    study.save_instance_costs(objectives, folder / "cvrp_instance_costs.npz")
+    extrapolation.save_instance_costs(objectives, folder / "cvrp_instance_costs.npz")
 
 
 def test_two_runs_are_compared_instance_by_instance(tmp_path):
@@ -88,7 +89,7 @@ def test_two_runs_are_compared_instance_by_instance(tmp_path):
     second[("C10", "exact", 0, 20)] = first[("C10", "exact", 0, 20)] + np.random.default_rng(1).normal(0, 0.05, 60)
     write_run(tmp_path / "a", first)
     write_run(tmp_path / "b", second)
-    frame = comparison.compare_runs(tmp_path / "a", tmp_path / "b", "cvrp").set_index("method")
+    frame = script_module("compare_runs").compare_runs(tmp_path / "a", tmp_path / "b", "cvrp").set_index("method")
     assert list(frame.index) == ["inv_sqrt_d", "eie", "exact"]
     shifted = frame.loc["inv_sqrt_d"]
     assert shifted["diff"] == pytest.approx(-0.2) and shifted.verdict == "better" and shifted.instances == 60
@@ -96,10 +97,10 @@ def test_two_runs_are_compared_instance_by_instance(tmp_path):
     assert shifted.gap_second > shifted.gap_first and shifted.objective_std_first > 0
     assert frame.loc["eie"].p == 1.0 and frame.loc["eie"].verdict == "n.s."  # identical instances
     assert frame.loc["exact"].verdict == "n.s."
-    only_first = comparison.compare_runs(tmp_path / "a", tmp_path / "b", "cvrp", methods=["eie"])
+    only_first = script_module("compare_runs").compare_runs(tmp_path / "a", tmp_path / "b", "cvrp", methods=["eie"])
     assert list(only_first.method) == ["eie"]
     with pytest.raises(FileNotFoundError, match="04_train_cvrp"):
-        comparison.compare_runs(tmp_path / "a", tmp_path / "missing", "cvrp")
+        script_module("compare_runs").compare_runs(tmp_path / "a", tmp_path / "missing", "cvrp")
 
 
 def test_verdict_sentence_reads_its_numbers_from_the_tables():

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from eie import scaling
+from eie import extrapolation, scaling
 from eie.attention import Attention
 from eie.model import AttentionModel
 from eie.problems import CVRP, make_problem
@@ -126,10 +126,10 @@ def test_study_trains_and_evaluates_cvrp_per_capacity(tmp_path, monkeypatch):
                                      problem_options={"capacity": 15}, **options)
     assert (tmp_path / "t" / "checkpoints" / "cvrp_C15_ln_d_n10_seed0.pt").is_file()
     assert models[("ln_d", 0)].problem.capacity == 15.0 and len(log) == 2
-    results, per_instance, references = study.evaluate(
-        models, study.bind_methods(["inv_sqrt_d", "ln_d", "log_N"], 16, 10, net, table), 10, 20, test_size=6,
+    results, per_instance, references = extrapolation.evaluate(
+        models, extrapolation.bind_methods(["inv_sqrt_d", "ln_d", "log_N"], 16, 10, net, table), 10, 20, test_size=6,
         setting="C15", reference_size=2, reference_options={"iterations": 200}, device="cpu", progress=False)
-    assert list(results.columns) == study.RESULT_COLUMNS
+    assert list(results.columns) == extrapolation.RESULT_COLUMNS
     assert set(results.setting) == {"C15"} and sorted(set(results.n)) == [10, 20]
     learned = results[results.method != "reference"]
     assert len(learned) == 2 * 3 and learned.gap_pct.gt(0).all()  # untrained models are worse than HGS

@@ -3,9 +3,9 @@ its inputs' device, and decoding does not read values back to the host at every 
 
 import pytest
 import torch
+from device_audit import DeviceLeak, HostSyncs, device_clean
 
 from eie import methods
-from eie.device_audit import DeviceLeak, HostSyncs, device_clean
 from eie.eie_net import EIEConfig, EIENet
 from eie.evaluation import greedy_costs
 from eie.problems import heightmap

@@ -20,7 +20,7 @@ import yaml
 pytest.importorskip("dask.distributed")
 from dask.distributed import Client, LocalCluster  # noqa: E402
 
-from eie import distributed, worker  # noqa: E402
+from eie import distributed, experiments  # noqa: E402
 from eie.files import load_tensors  # noqa: E402
 from eie.paths import repo_root  # noqa: E402
 
@@ -98,7 +98,7 @@ def test_a_local_cluster_trains_and_evaluates_exactly_like_the_serial_path(roots
 
 def test_a_rerun_of_the_driver_skips_finished_work(roots):
     base, _, client, preset, _ = roots
-    params = worker.preset_parameters(preset, "03_train_tsp")
+    params = experiments.load("03_train_tsp", preset)
     assert distributed.evaluation_plan("03_train_tsp", params) == []
     before = {p: p.stat().st_mtime_ns for p in (base / "cluster" / "results").rglob("*.pt")}
     distributed.run_grid(client, preset, ["03_train_tsp"])

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from eie import methods, scaling, study
+from eie import comparison, extrapolation, methods, scaling
 from eie.attention import Attention
 from eie.evaluation import extrapolation_lengths, fixed_test_set, greedy_costs, inference_seconds, median_seconds
 from eie.model import AttentionModel
@@ -49,7 +49,7 @@ def test_training_free_rules_use_the_base_model():
 def test_table_marks_the_best_mean():
     results = pd.DataFrame({"problem": "tsp", "setting": "", "method": ["a", "a", "b", "b"], "seed": [0, 1, 0, 1],
                             "n": 10, "objective": [1.0, 1.2, 2.0, 2.2], "gap_pct": [1, 2, 3, 4]})
-    table = study.table_by_method(results)
+    table = comparison.table_by_method(results)
     assert table.loc["a", 10] == "*1.10 (0.14)" and table.loc["b", 10] == "2.10 (0.14)"
 
 
@@ -60,7 +60,7 @@ def test_inference_timing_reports_positive_medians_per_method():
     assert inference_seconds(model, instance, methods.get("ln_d").bind(16), repeats=3) > 0
     with pytest.raises(ValueError, match="repeats"):
         inference_seconds(model, instance, repeats=0)
-    timing = study.inference_times(model, methods.bind(["inv_sqrt_d", "ln_d"], 16, 10), 10, 20, size=4, repeats=1,
+    timing = extrapolation.inference_times(model, methods.bind(["inv_sqrt_d", "ln_d"], 16, 10), 10, 20, size=4, repeats=1,
                                    device="cpu", progress=False)
     assert list(timing.columns) == ["n", "method", "instances", "seconds", "seconds_per_instance"]
     assert len(timing) == 4 and (timing.seconds > 0).all()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from eie import evaluation_store, study
+from eie import evaluation_store, extrapolation, study
 from eie.evaluation_store import EvaluationStore, model_fingerprint
 from eie.paths import repo_root
 from eie.problems import TSP
@@ -44,8 +44,8 @@ def test_the_fingerprint_follows_the_weights():
 
 
 def _evaluate(models, store, methods=("inv_sqrt_d", "log_N"), **options):
-    bound = study.bind_methods(list(methods), d=16, N=6)
-    return study.evaluate(models, bound, 6, 12, test_size=4, reference_size=2, progress=False, device="cpu",
+    bound = extrapolation.bind_methods(list(methods), d=16, N=6)
+    return extrapolation.evaluate(models, bound, 6, 12, test_size=4, reference_size=2, progress=False, device="cpu",
                           store=store, **options)
 
 
@@ -133,6 +133,30 @@ def test_an_edit_to_one_problems_modules_keeps_the_other_problems_pieces(tmp_pat
         assert store.get(pieces["tsp"]) is None and store.get(pieces["cvrp"]) is None  # shared by every problem
         (tmp_path / "store" / "unreadable.pt").write_bytes(b"not a piece")
         assert set(store.stale_pieces()) == {*written.values(), tmp_path / "store" / "unreadable.pt"}
+    finally:
+        evaluation_store._PACKAGE = real_package
+        evaluation_store.source_hash.cache_clear()
+
+
+def test_the_modules_that_key_a_piece_are_read_from_the_imports(tmp_path):
+    """No hand-kept list: a module the decoding reaches only through an import (the entropy module,
+    through the methods registry) keys the method pieces; one it never runs (the worker) does not."""
+    modules = evaluation_store.source_modules("method", "tsp")
+    assert {"eie.evaluation", "eie.model", "eie.attention", "eie.entropy", "eie.problems.tsp"} <= set(modules)
+    assert "eie.worker" not in modules and "eie.problems.cvrp" not in modules
+    package = tmp_path / "eie"
+    shutil.copytree(Path(evaluation_store.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    real_package = evaluation_store._PACKAGE
+    try:
+        evaluation_store._PACKAGE = package
+        evaluation_store.source_hash.cache_clear()
+        before = evaluation_store.source_hash("method", "tsp")
+        (package / "worker.py").write_text((package / "worker.py").read_text() + "\n# an edit\n")
+        evaluation_store.source_hash.cache_clear()
+        assert evaluation_store.source_hash("method", "tsp") == before
+        (package / "entropy.py").write_text((package / "entropy.py").read_text() + "\n# an edit\n")
+        evaluation_store.source_hash.cache_clear()
+        assert evaluation_store.source_hash("method", "tsp") != before
     finally:
         evaluation_store._PACKAGE = real_package
         evaluation_store.source_hash.cache_clear()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from eie import cvrplib, study, tsplib
+from eie import cvrplib, extrapolation, tsplib
 from eie.training import TrainConfig, build_model
 
 GOOD_TSP = "name,n,best_known\nberlin52,52,7542\neil51,51,426\n"
@@ -66,7 +66,7 @@ def test_a_best_known_below_a_checked_tour_is_flagged(tmp_path):
     (instance,) = tsplib.load_tsplib(folder=folder)
     torch.manual_seed(0)
     model = build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()
-    methods = study.bind_methods(["inv_sqrt_d"], 16, 10)
+    methods = extrapolation.bind_methods(["inv_sqrt_d"], 16, 10)
     with pytest.raises(ValueError, match="eil51: a checked tour of length .* is shorter than the optimum 100000"):
         tsplib.evaluate_tsplib({("inv_sqrt_d", 0): model}, methods, [instance], progress=False)
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from eie import lambda_sweep, study
+from eie import extrapolation, lambda_sweep
 from eie.training import TrainConfig, build_model
 
 
@@ -44,7 +44,7 @@ def test_the_mean_best_factor_over_seeds_has_scipys_t_interval():
 
 def test_a_sweep_of_a_model_measures_every_factor_and_rule_against_f_1():
     model = build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()
-    plain, log_n = study.bind_methods(["inv_sqrt_d", "log_N"], 16, 10)
+    plain, log_n = extrapolation.bind_methods(["inv_sqrt_d", "log_N"], 16, 10)
     out = lambda_sweep.sweep(model, plain, [log_n], [20, 40], factors=(0.5, 1.0, 2.0), instances=4, progress=False)
     assert list(out.method[:4]) == ["f = 0.5", "f = 1", "f = 2", "log_N"] and len(out) == 8
     assert (out[out.method == "f = 1"].vs_inv_sqrt_d_pct == 0).all()

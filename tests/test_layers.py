@@ -2,46 +2,9 @@
 
 import ast
 
-from eie.paths import repo_root
+from eie.sources import PACKAGE, import_graph, runtime_imports
 
-PACKAGE = repo_root() / "lib" / "eie"
 KNOWN: set = set()  # no circle remains
-
-
-def import_graph() -> dict:
-    modules = {}
-    for path in PACKAGE.rglob("*.py"):
-        name = ".".join(("eie", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
-        modules[name] = path
-    graph = {name: set() for name in modules}
-    for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        for node in runtime_imports(ast.parse(path.read_text())):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
-                for alias in node.names:
-                    target = f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
-                    if target in modules and target != name:
-                        graph[name].add(target)
-    return graph
-
-
-def runtime_imports(tree) -> list:
-    """The relative `from ... import` statements of a module, function-level ones included, but not
-    those under `if TYPE_CHECKING:` (annotations only, never executed)."""
-    found = []
-
-    def visit(node):
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
-            return
-        if isinstance(node, ast.ImportFrom):
-            found.append(node)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return found
 
 
 def circles(graph: dict) -> set:

@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from eie import memory, study
+from eie import extrapolation, memory, study
 from eie.eie_net import fit_eie
 from eie.entropy import eq6_bytes
 from eie.evaluation import decoding_bytes, fixed_test_set, greedy_costs
@@ -63,14 +63,14 @@ def test_greedy_decoding_refuses_a_chunk_that_does_not_fit(one_gib):
 
 def test_a_distance_bias_counts_its_pairs():
     model = build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()
-    (plain, biased) = study.bind_methods(["inv_sqrt_d", "dist_bias"], 16, 10)
+    (plain, biased) = extrapolation.bind_methods(["inv_sqrt_d", "dist_bias"], 16, 10)
     assert decoding_bytes(model, 1000, 8, biased) - decoding_bytes(model, 1000, 8, plain) == 8 * 1000**2 * 8 * 6
 
 
 def test_the_evaluation_of_a_run_is_refused_before_its_first_length(one_gib, monkeypatch):
     params = {"n_train": 10, "n_max": 100_000, "eval_chunk": 256, "test_size": 1024, "device": "cpu"}
     model = build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()
-    methods = study.bind_methods(["inv_sqrt_d"], 16, 10)
+    methods = extrapolation.bind_methods(["inv_sqrt_d"], 16, 10)
     monkeypatch.setattr(study, "evaluate", lambda *a, **k: pytest.fail("evaluation started"))
     with pytest.raises(memory.NotEnoughMemory, match="at n = 81920 .* the largest n that fits is"):
         next(study._evaluate_setting(make_problem("tsp"), params, methods, {("inv_sqrt_d", 0): model}, None))

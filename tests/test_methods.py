@@ -11,9 +11,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from eie import methods, scaling, study  # noqa: E402
+from eie import comparison, experiments, extrapolation, methods, scaling, study  # noqa: E402
 from eie.attention import Attention, AttentionContext  # noqa: E402
-from eie.parameters import NOTEBOOK_PARAMETERS  # noqa: E402
 from eie.plotting import extrapolation_figure  # noqa: E402
 from eie.run_checks import check_extrapolation  # noqa: E402
 
@@ -52,19 +51,18 @@ def test_a_method_registered_here_is_trained_evaluated_checked_plotted_and_tabul
     models, log = study.train_models(["test_bias"], [0], run="t", device="cpu", progress=False, problem="tsp",
                                      n_train=8, epochs=1, steps_per_epoch=2, batch_size=8, baseline_eval_size=8)
     assert isinstance(models[("test_bias", 0)].attention, DistanceBias) and len(log) == 1
-    bound = study.bind_methods(["test_bias", "stretched"], 16, 8)
-    results, _, _ = study.evaluate(models, bound, 8, 16, test_size=4, reference_size=2, device="cpu", progress=False)
+    bound = extrapolation.bind_methods(["test_bias", "stretched"], 16, 8)
+    results, _, _ = extrapolation.evaluate(models, bound, 8, 16, test_size=4, reference_size=2, device="cpu", progress=False)
     assert set(results.method) == {"test_bias", "stretched", "reference"}
     assert "stretched reproduce the test bias model exactly at n = N = 8" in check_extrapolation(results, 8)
-    table = study.table_by_method(results).rename(index=methods.label)
+    table = comparison.table_by_method(results).rename(index=methods.label)
     assert list(table.index) == ["test bias", "stretched log"]
     figure = extrapolation_figure(results, "tour length", "LKH")
     lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
     assert matplotlib.colors.to_hex(lines["stretched log"].get_color()) == "#17becf"
     assert lines["stretched log"].get_linestyle() == "-."
-    declared = NOTEBOOK_PARAMETERS["03_train_tsp"]  # the notebooks accept the new keys as parameters
-    assert declared["rules"](["test_bias"]) == ["test_bias"]
-    assert declared["training_free"](["stretched"]) == ["stretched"]
+    config = experiments.configure("03_train_tsp", {"rules": ["test_bias"], "training_free": ["stretched"]})
+    assert (config.rules, config.training_free) == (["test_bias"], ["stretched"])  # the experiments take the new keys
 
 
 def test_the_bias_reaches_the_encoder_and_the_probes(new_methods):

@@ -1,5 +1,5 @@
-"""Every notebook's parameters, as papermill injects them (defaults, each preset file, bad values),
-go through the notebook's own check before any compute."""
+"""Every notebook's experiment (`eie.experiments`), as papermill injects its settings (defaults, each
+preset file, bad values), is checked before any compute; the parameter cells are the experiments'."""
 
 from pathlib import Path
 
@@ -9,8 +9,9 @@ import yaml
 from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
-from eie import paths
-from eie.parameters import NOTEBOOK_PARAMETERS, check_parameters
+from eie import experiments, paths
+from eie.experiments import EXPERIMENTS
+from eie.experiments import configure as check_parameters
 
 ROOT = paths.repo_root()
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -29,16 +30,39 @@ def injected_parameters(notebook: Path, parameters: dict) -> dict:
     return namespace
 
 
-def test_every_notebook_has_a_declaration_and_checks_it_first():
-    assert {nb.stem for nb in NOTEBOOKS} == set(NOTEBOOK_PARAMETERS)
+def test_every_notebook_has_its_experiments_parameter_cell_and_checks_it_first():
+    assert {nb.stem for nb in NOTEBOOKS} == set(EXPERIMENTS)
     for notebook in NOTEBOOKS:
-        cells = [c for c in jupytext.read(notebook).cells
-                 if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
-        index = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
-        declared = set(injected_parameters(notebook, {})) - {"__builtins__"}
-        assert declared == set(NOTEBOOK_PARAMETERS[notebook.stem]), notebook.name
-        assert f'check_parameters("{notebook.stem}", globals())' in cells[index + 1].source, \
-            f"{notebook.name}: the cell after the parameters must check them"
+        for book in (jupytext.read(notebook), jupytext.read(notebook.with_suffix(".py"))):
+            cells = [c for c in book.cells
+                     if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
+            index = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+            assert cells[index].source == experiments.parameter_cell(notebook.stem), \
+                f"{notebook.name}: its parameter cell is not eie.experiments.parameter_cell({notebook.stem!r})"
+            assert f'configure("{notebook.stem}", globals())' in cells[index + 1].source, \
+                f"{notebook.name}: the cell after the parameters must configure the experiment"
+
+
+def test_the_cell_defaults_are_the_experiments_and_a_preset_by_name_is_a_preset_by_file():
+    for notebook in NOTEBOOKS:
+        cls = EXPERIMENTS[notebook.stem]
+        assert check_parameters(notebook.stem, injected_parameters(notebook, {})) == cls()
+    notebook = ROOT / "notebooks" / "04_train_cvrp.ipynb"
+    preset = ROOT / "presets" / "cpu_paper.yaml"
+    by_file = check_parameters("04_train_cvrp", injected_parameters(notebook, yaml.safe_load(preset.read_text())))
+    by_name = check_parameters("04_train_cvrp", injected_parameters(notebook, {"preset": "presets/cpu_paper.yaml"}))
+    assert by_file == by_name == experiments.load("04_train_cvrp", preset)
+    assert (by_name.n_train, by_name.epochs, by_name["capacities"]) == (100, 500, [10])
+    overridden = check_parameters("04_train_cvrp", injected_parameters(notebook, {"preset": str(preset), "epochs": 3}))
+    assert overridden.epochs == 3 and overridden.replace(epochs=5).epochs == 5
+    with pytest.raises(FileNotFoundError, match="no preset file presets/nope.yaml; presets: .*cpu_paper"):
+        experiments.load("03_train_tsp", "presets/nope.yaml")
+
+
+def test_every_experiment_describes_its_settings():
+    for notebook in EXPERIMENTS:
+        text = experiments.describe(notebook)
+        assert all(f"  {name}: " in text for name in EXPERIMENTS[notebook].names()), notebook
 
 
 @pytest.mark.parametrize("preset", [None, *PRESETS], ids=lambda p: "defaults" if p is None else p.name)

@@ -6,11 +6,12 @@ import torch
 
 from eie import methods, probes, scaling
 from eie.attention import Attention
+from eie.checkpoints import export_policy
 from eie.entropy import entropy_given_scale
 from eie.model import AttentionModel
 from eie.problems import BPP, CVRP
 from eie.problems.tsp import TSP
-from eie.training import TrainConfig, export_policy, load_trained, train
+from eie.training import TrainConfig, load_trained, train
 
 
 def small_model(rule=None):

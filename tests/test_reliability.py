@@ -13,14 +13,15 @@ import pandas as pd
 import pytest
 import torch
 
-from eie import comparison, paths, scaling, study
+from eie import comparison, extrapolation, paths, scaling, study
+from eie.checkpoints import export_policy
 from eie.eie_net import EIEConfig, EIENet, check_fitted, fit_eie, load_eie_net, save_eie_net
 from eie.entropy import entropy_gaussian_limit
 from eie.evaluation import extrapolation_lengths
 from eie.files import FileBusy, exclusive, save_atomic
 from eie.plotting import save_figure
 from eie.run_checks import RunCheckFailed, check_extrapolation, check_training_log
-from eie.training import TrainConfig, export_policy, load_trained, train
+from eie.training import TrainConfig, load_trained, train
 
 SMALL = dict(problem="tsp", n_train=8, steps_per_epoch=2, batch_size=16, baseline_eval_size=32, lr=1e-3)
 ROOT = paths.repo_root()
@@ -316,7 +317,7 @@ def test_tables_of_an_empty_run_are_an_error_naming_the_notebooks(tmp_path):
     frame = pd.DataFrame({"problem": ["tsp"], "setting": [""], "method": ["eie"], "seed": [0], "n": [20],
                           "objective": [1.0], "gap_pct": [0.0]})
     frame.to_csv(tmp_path / "tsp.csv", index=False)
-    study.save_instance_costs({("", "eie", 0, 20): np.ones(3)}, tmp_path / "tsp_instance_costs.npz")
+    extrapolation.save_instance_costs({("", "eie", 0, 20): np.ones(3)}, tmp_path / "tsp_instance_costs.npz")
     loaded, skipped = comparison.load_run_results(tmp_path)
     assert list(loaded) == ["tsp"]
     assert [note.split(":")[0] for note in skipped] == ["cvrp", "bpp"]
@@ -372,7 +373,7 @@ def test_notebook_06_on_a_missing_run_fails_with_a_message(tmp_path):
 
 
 def test_a_preset_with_a_typo_or_a_repeated_key_is_refused_by_name(tmp_path):
-    from eie.parameters import load_preset
+    from eie.experiments import load_preset
 
     typo = tmp_path / "typo.yaml"
     typo.write_text("run: t\nepoch: 3\nDevice: cpu\nper_notebook:\n  03_train_tsp: {batchsize: 2}\n  03_train_tps: {epochs: 1}\n")
@@ -397,7 +398,7 @@ def test_a_preset_with_a_typo_or_a_repeated_key_is_refused_by_name(tmp_path):
 
 
 def test_every_committed_preset_loads():
-    from eie.parameters import load_preset
+    from eie.experiments import load_preset
 
     for preset in sorted((ROOT / "presets").glob("*.yaml")):
         load_preset(preset)
@@ -427,10 +428,10 @@ def test_atomic_writes_follow_the_umask_and_a_pickle_is_refused_without_torchs_u
 
 
 def test_notebook_08_needs_the_base_model_and_sweeps_only_trained_models():
-    from eie.parameters import check_parameters
-    from eie.worker import notebook_defaults
+    from eie.experiments import RivalsTraining
+    from eie.experiments import configure as check_parameters
 
-    defaults = notebook_defaults("08_rivals")
+    defaults = {**RivalsTraining()}
     with pytest.raises(ValueError, match="rules must include 'inv_sqrt_d'"):
         check_parameters("08_rivals", {**defaults, "rules": ["dist_bias"], "training_free": [],
                                        "sweep_models": ["dist_bias"]})

@@ -7,15 +7,14 @@ import numpy as np
 import pytest
 import torch
 
-from eie import methods, receptive_field, rivals, run_checks, scaling, study, tsplib
+from eie import experiments, extrapolation, methods, receptive_field, rivals, run_checks, scaling, study, tsplib
 from eie.attention import Attention, AttentionContext
 from eie.evaluation import greedy_costs
 from eie.evaluation_store import EvaluationStore
-from eie.parameters import check_parameters
+from eie.experiments import configure as check_parameters
 from eie.position_attention import AxialRoPE, DistanceBias, alibi_slopes, rope_frequencies
 from eie.problems import TSP
 from eie.training import TrainConfig, build_model
-from eie.worker import notebook_defaults
 
 
 def _context(positions):
@@ -103,8 +102,8 @@ def test_each_rival_trains_evaluates_and_reproduces_its_model_at_N(tmp_path, mon
     net, table = study.ensure_scales(16, 8, 16, run="t")
     keys = rules + ["eie", "rescale", "eie_rescale", "rescale_dist_bias", "eie_dist_bias", "eie_rope", "bias_rescale",
                     "eie_bias_rescale", "rope_rescale"]
-    bound = study.bind_methods(keys, 16, 8, net, table)
-    results, _, _ = study.evaluate(models, bound, 8, 16, test_size=4, reference_size=2, device="cpu", progress=False)
+    bound = extrapolation.bind_methods(keys, 16, 8, net, table)
+    results, _, _ = extrapolation.evaluate(models, bound, 8, 16, test_size=4, reference_size=2, device="cpu", progress=False)
     assert set(results.method) == set(keys) | {"reference"}
     assert "reproduce" in run_checks.check_extrapolation(results, 8)
     # a test-time method keeps the kind of attention of the model it is applied to
@@ -201,7 +200,7 @@ def test_tsplib_evaluation_checks_and_scores_every_tour():
     torch.manual_seed(0)
     models = {("inv_sqrt_d", 0): build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()}
     instances = tsplib.load_tsplib(max_n=52)
-    bound = study.bind_methods(["inv_sqrt_d", "rescale"], 16, 10)
+    bound = extrapolation.bind_methods(["inv_sqrt_d", "rescale"], 16, 10)
     results = tsplib.evaluate_tsplib(models, bound, instances, progress=False)
     assert len(results) == 2 * len(instances) and (results.gap_pct > 0).all()
     per_instance, by_band = tsplib.tsplib_tables(results)
@@ -212,7 +211,7 @@ def test_tsplib_tours_kept_in_the_store_are_read_back_and_a_new_model_decodes_on
     torch.manual_seed(0)
     models = {("inv_sqrt_d", 0): build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()}
     instances = tsplib.load_tsplib(max_n=52)
-    bound = study.bind_methods(["inv_sqrt_d", "log_N"], 16, 10)
+    bound = extrapolation.bind_methods(["inv_sqrt_d", "log_N"], 16, 10)
     store = EvaluationStore(tmp_path / "evaluation")
     first = tsplib.evaluate_tsplib(models, bound, instances, progress=False, store=store)
     assert len(list((tmp_path / "evaluation").glob("*.pt"))) == 2 * len(instances)
@@ -235,7 +234,7 @@ def test_tsplib_and_the_rescaling_sweep_run_each_model_on_its_own_seeds():
     models = {(rule, seed): build_model(TrainConfig(rule=rule, n_train=10, seed=seed)).eval()
               for rule, seed in [("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("ln_d", 1)]}
     instances = tsplib.load_tsplib(max_n=52)
-    bound = study.bind_methods(["inv_sqrt_d", "ln_d", "log_N"], 16, 10)
+    bound = extrapolation.bind_methods(["inv_sqrt_d", "ln_d", "log_N"], 16, 10)
     results = tsplib.evaluate_tsplib(models, bound, instances, progress=False)
     assert results.groupby("method").seed.agg(lambda s: sorted(set(s))).to_dict() == \
         {"inv_sqrt_d": [0, 1], "ln_d": [1], "log_N": [0, 1]}
@@ -244,7 +243,7 @@ def test_tsplib_and_the_rescaling_sweep_run_each_model_on_its_own_seeds():
     assert sorted(set(zip(sweep.model, sweep.seed, strict=True))) == [("inv_sqrt_d", 0), ("inv_sqrt_d", 1), ("ln_d", 1)]
     assert len(sweep) == 3 * 2 * 2  # models x lengths x factors
     with pytest.raises(ValueError, match=r"no trained model for \['ssmax'\]"):
-        tsplib.evaluate_tsplib(models, study.bind_methods(["ssmax"], 16, 10), instances, progress=False)
+        tsplib.evaluate_tsplib(models, extrapolation.bind_methods(["ssmax"], 16, 10), instances, progress=False)
     with pytest.raises(ValueError, match=r"no trained model for \['rope'\]"):
         rivals.rescaling_sweep(models, ["rope"], [1.0], 10, 20, 4, progress=False)
     # ln_d has no seed 0, and still comes before log_N, as in `bound`
@@ -264,7 +263,7 @@ def test_tsplib_reader_names_what_is_wrong(tmp_path):
 
 
 def test_notebook_08_parameters_are_checked():
-    defaults = notebook_defaults("08_rivals")
+    defaults = {**experiments.RivalsTraining()}
     assert check_parameters("08_rivals", defaults)["rules"] == defaults["rules"]
     with pytest.raises(ValueError, match="rescale_factors must include 1.0"):
         check_parameters("08_rivals", {**defaults, "rescale_factors": [1.5, 2.0]})

@@ -6,10 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eie import comparison, run_checks, study
-from eie.evaluation import fixed_test_set
-from eie.problems import PROBLEMS, TSP
-from eie.training import kept_policy
+from eie import comparison, extrapolation, run_checks, study
+from eie.checkpoints import kept_policy
 
 
 def tiny_parameters(**overrides) -> dict:
@@ -86,33 +84,6 @@ def test_the_logs_say_which_policy_each_model_keeps(results_in):
     assert study.kept_held_out(made_up, ["rule", "seed"])[0].to_dict() == {"a": 4.0, "b": 9.0}
 
 
-class OpenTour(TSP):
-    """A fourth problem for the test: TSP without the closing edge back to the start."""
-
-    name = "open_tour"
-    objective_name = "open tour length"
-    reference_name = "LKH (closed tour, an upper bound)"
-    notebook = "99_train_open_tour"
-
-    def cost(self, instance, solution):
-        ordered = instance["coords"].gather(1, solution[..., None].expand(-1, -1, 2))
-        return (ordered[:, 1:] - ordered[:, :-1]).norm(dim=-1).sum(1)
-
-
-def test_a_fourth_problem_needs_its_class_and_one_registry_line(results_in, monkeypatch):
-    monkeypatch.setitem(PROBLEMS, "open_tour", OpenTour)  # the registry line
-    params = tiny_parameters()
-    models, logs = study.train_problem("99_train_open_tour", params)
-    assert (results_in / "tiny" / "open_tour_training_log.csv").is_file() and len(logs) == 1
-    results, per_instance, _ = study.evaluate_problem("99_train_open_tour", params, models)
-    assert set(results.problem) == {"open_tour"} and (results_in / "tiny" / "open_tour.csv").is_file()
-    instances = fixed_test_set(OpenTour(), 6, params["test_size"], params["test_seed"])
-    tour, _ = models[""][("inv_sqrt_d", 0)].rollout(instances, "greedy")
-    open_length = OpenTour().cost(instances, tour)
-    assert (open_length < TSP().cost(instances, tour)).all()
-    assert np.allclose(per_instance[("", "inv_sqrt_d", 0, 6)], open_length.numpy())  # evaluated with its own cost
-
-
 def test_a_rule_may_have_fewer_seeds_than_the_others(results_in):
     params = tiny_parameters(rules=["inv_sqrt_d", "ln_d"], seeds=[0, 1], seeds_by_rule={"ln_d": [1]},
                              training_free=["log_N"])
@@ -142,7 +113,7 @@ def test_a_rule_may_have_fewer_seeds_than_the_others(results_in):
     assert "3 methods x 1-2 seeds" in run_checks.check_extrapolation(results, 6)
     # the same pieces as one evaluation of the ln_d model alone
     ln_d_only = {key: model for key, model in models[""].items() if key[0] == "ln_d"}
-    alone, _, _ = study.evaluate(ln_d_only, study.bind_methods(["ln_d"], 16, 6), 6, 12, test_size=4, reference_size=2,
+    alone, _, _ = extrapolation.evaluate(ln_d_only, extrapolation.bind_methods(["ln_d"], 16, 6), 6, 12, test_size=4, reference_size=2,
                                  device="cpu", progress=False)
     assert np.allclose(alone[alone.method == "ln_d"].objective, results[results.method == "ln_d"].objective)
     text = comparison.problem_tables("tsp", results, per_instance)

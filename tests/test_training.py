@@ -4,15 +4,14 @@ import pytest
 import torch
 
 from eie import model as model_module
+from eie.checkpoints import export_policy, kept_policy
 from eie.model import DecoderCache
 from eie.run_checks import RunCheckFailed, check_training_log
 from eie.training import (
     TrainConfig,
     build_model,
-    export_policy,
     finished_training,
     greedy_cost,
-    kept_policy,
     load_trained,
     paired_t_test_p,
     plateau_action,

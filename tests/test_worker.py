@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from script_module import script_module
 
-from eie import study, training, worker
+from eie import experiments, study, training, worker
 from eie.files import exclusive
 
 
@@ -26,8 +27,8 @@ def tiny_tsp_preset(tmp_path, monkeypatch, **settings):
 
 def test_worker_trains_what_the_notebook_would(tmp_path, monkeypatch):
     preset = tiny_tsp_preset(tmp_path, monkeypatch, steps_per_epoch=2, batch_size=8, baseline_eval_size=8)
-    params = worker.preset_parameters(preset, "03_train_tsp")
-    assert params["n_train"] == 6 and params["lr"] == worker.notebook_defaults("03_train_tsp")["lr"]
+    params = experiments.load("03_train_tsp", preset)
+    assert params["n_train"] == 6 and params["lr"] == experiments.TSPTraining().lr
     worker.run_worker(preset, "03_train_tsp")
     checkpoint = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0.pt"
     assert checkpoint.is_file()
@@ -134,7 +135,7 @@ def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
     preset.write_text(yaml.safe_dump(settings))
     worker.main([str(preset), "03_train_tsp", "--status"])
     assert "0 of 2 models trained; hours left unknown" in capsys.readouterr().out
-    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False,
                        **{**setup["config"], "epochs": 2})  # seed 0 interrupted after 2 of 3 epochs
     status = worker.training_status(preset, "03_train_tsp")
@@ -167,7 +168,7 @@ def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
 
 def test_status_reads_the_checkpoints_log_where_the_csv_was_cut_off(tmp_path, monkeypatch):
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3)
-    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **{**setup["config"], "epochs": 2})
     log_csv = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0_log.csv"
     assert len(pd.read_csv(log_csv)) == 2 and not list(log_csv.parent.glob("*.tmp"))  # written whole, no temporary left
@@ -185,8 +186,9 @@ def test_several_notebooks_are_checked_before_any_training(tmp_path, monkeypatch
                 "steps_per_epoch": 1, "batch_size": 4, "baseline_eval_size": 4, "device": "cpu",
                 "per_notebook": {"04_train_cvrp": {"capacities": [0]}}}  # no vehicle has capacity 0
     preset.write_text(yaml.safe_dump(settings))
-    with pytest.raises(ValueError, match="capacities"):
+    with pytest.raises(SystemExit):
         worker.main([str(preset), "03_train_tsp", "04_train_cvrp"])
+    assert "capacities = [0] is invalid" in capsys.readouterr().err  # named before anything runs
     assert not (tmp_path / "two").exists()  # the TSP models were not trained first
     worker.main([str(preset), "03_train_tsp", "05_train_bpp", "--status"])
     out = capsys.readouterr().out
@@ -212,7 +214,7 @@ def test_references_solved_beside_the_training_are_read_back_by_the_evaluation(t
     out = capsys.readouterr().out
     assert "04_train_cvrp C10: reference mean objective n = 6: " in out and "(2 instances)" in out
     assert not (tmp_path / "tiny" / "checkpoints" / "cvrp_C10_inv_sqrt_d_n6_seed0.pt").exists()  # nothing trained
-    params = worker.preset_parameters(preset, "04_train_cvrp")
+    params = experiments.load("04_train_cvrp", preset)
     models, _ = study.train_problem("04_train_cvrp", params)
     problem_class = study.problem_for("04_train_cvrp")
 
@@ -227,21 +229,21 @@ def test_references_solved_beside_the_training_are_read_back_by_the_evaluation(t
         assert len(values) == 2 and (references["C10"][n] == values).all()
     assert set(results.method) == {"inv_sqrt_d", "reference"}
     written = pd.read_csv(tmp_path / "tiny" / "cvrp.csv")
-    again = study.recompute_gaps("04_train_cvrp", params)  # the same reference: the same table
+    again = script_module("recompute_gaps").recompute_gaps("04_train_cvrp", params)  # the same reference: the same table
     assert np.allclose(again[["objective", "gap_pct"]].to_numpy(), written[["objective", "gap_pct"]].to_numpy(), atol=1e-4)
 
 
 def test_recompute_gaps_replaces_the_reference_and_keeps_the_methods(tmp_path, monkeypatch):
     preset = tiny_cvrp_preset(tmp_path, monkeypatch)
-    params = worker.preset_parameters(preset, "04_train_cvrp")
+    params = experiments.load("04_train_cvrp", preset)
     with pytest.raises(FileNotFoundError, match="run the notebook"):
-        study.recompute_gaps("04_train_cvrp", params)
+        script_module("recompute_gaps").recompute_gaps("04_train_cvrp", params)
     models, _ = study.train_problem("04_train_cvrp", params)
     before, objectives, _ = study.evaluate_problem("04_train_cvrp", params, models)
     problem_class = study.problem_for("04_train_cvrp")
     monkeypatch.setattr(problem_class, "reference_costs",  # a stand-in solver: twice the model's own cost
                         lambda self, instance, **options: 2 * np.ones(len(instance["coords"])))
-    after = study.recompute_gaps("04_train_cvrp", {**params, "hgs_iterations": 60})
+    after = script_module("recompute_gaps").recompute_gaps("04_train_cvrp", {**params, "hgs_iterations": 60})
     methods = after.method != "reference"
     assert (after[~methods].objective == 2.0).all()
     assert np.allclose(after[methods].objective, before[methods].objective, atol=1e-4)
@@ -253,7 +255,7 @@ def test_recompute_gaps_replaces_the_reference_and_keeps_the_methods(tmp_path, m
 
 def test_a_carried_checkpoint_resumes_exactly_on_a_machine_without_checkpoints(tmp_path, monkeypatch, capsys):
     preset = tiny_tsp_preset(tmp_path, monkeypatch, seeds=[0, 1], epochs=3)
-    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False,
                        **{**setup["config"], "epochs": 2})  # seed 0 interrupted after 2 of 3 epochs
     worker.main([str(preset), "03_train_tsp", "--save-carry"])
@@ -331,7 +333,7 @@ def test_save_carry_replaces_an_export_that_is_not_the_models_end_and_carries_wh
 
 def test_save_carry_keeps_a_carried_checkpoint_further_than_a_model_finished_here(tmp_path, monkeypatch, capsys):
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
-    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
     name = "tsp_inv_sqrt_d_n6_seed0"
     checkpoints, carry = tmp_path / "tiny" / "checkpoints", tmp_path / "tiny" / "carry"
     worker.run_worker(preset, "03_train_tsp")  # finished here at 2 epochs
@@ -345,13 +347,13 @@ def test_save_carry_keeps_a_carried_checkpoint_further_than_a_model_finished_her
     capsys.readouterr()
     worker.main([str(preset), "03_train_tsp", "--save-carry"])
     assert "nothing to save" in capsys.readouterr().out
-    assert training.checkpoint_epochs(carry / f"{name}.pt") == 3 and not (tmp_path / "tiny" / "models").exists()
+    assert checkpoints.checkpoint_epochs(carry / f"{name}.pt") == 3 and not (tmp_path / "tiny" / "models").exists()
 
 
 def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_further_carried_one(tmp_path, monkeypatch,
                                                                                                  capsys):
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3)
-    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
     checkpoints, carry = tmp_path / "tiny" / "checkpoints", tmp_path / "tiny" / "carry"
     name = "tsp_inv_sqrt_d_n6_seed0"
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **{**setup["config"], "epochs": 1})
@@ -364,7 +366,7 @@ def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_fur
     worker.main([str(preset), "03_train_tsp", "--save-carry"])
     out = capsys.readouterr().out
     assert "nothing to save" in out and "2 epochs, this machine's 1" in out
-    assert training.checkpoint_epochs(carry / f"{name}.pt") == 2  # not overwritten by the older one
+    assert checkpoints.checkpoint_epochs(carry / f"{name}.pt") == 2  # not overwritten by the older one
     worker.run_worker(preset, "03_train_tsp")
     assert "resuming after epoch 2 from the checkpoint carried" in capsys.readouterr().out
     log = pd.read_csv(checkpoints / f"{name}_log.csv")
@@ -375,7 +377,7 @@ def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_fur
 def test_carried_references_are_read_back_on_a_machine_without_checkpoints(tmp_path, monkeypatch, capsys):
     preset = tiny_cvrp_preset(tmp_path, monkeypatch)
     worker.main([str(preset), "04_train_cvrp", "--references"])
-    params = worker.preset_parameters(preset, "04_train_cvrp")
+    params = experiments.load("04_train_cvrp", preset)
     solved = study.compute_references("04_train_cvrp", params)
     worker.main([str(preset), "04_train_cvrp", "--save-carry"])
     assert "nothing to save" in capsys.readouterr().out  # no model in training, but the references are carried
@@ -399,7 +401,7 @@ def test_carried_references_are_read_back_on_a_machine_without_checkpoints(tmp_p
 def test_a_model_exported_after_its_training_ended_is_not_trained_again_where_its_checkpoint_is_gone(tmp_path,
                                                                                                       monkeypatch, capsys):
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
-    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
     name, checkpoints = "tsp_inv_sqrt_d_n6_seed0", tmp_path / "tiny" / "checkpoints"
     trained, log = study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
     (exported,) = study.export_policies([name], run="tiny")
@@ -418,19 +420,12 @@ def test_a_model_exported_after_its_training_ended_is_not_trained_again_where_it
     # a longer run of the same model cannot continue from a policy without its optimiser: it trains
     longer = {**setup["config"], "epochs": 3}
     assert training.finished_training(exported, training.TrainConfig(rule="inv_sqrt_d", seed=0, **longer)) is None
-    # a policy exported before the log was kept is not taken for a finished training ...
+    # a policy exported before the log was kept is not taken for a finished training
     payload = torch.load(exported, weights_only=True)
     del payload["log"]
     torch.save(payload, exported)
     config = training.TrainConfig(rule="inv_sqrt_d", seed=0, **setup["config"])
     assert training.finished_training(exported, config) is None
-    # ... until its log is written into it
-    with pytest.raises(ValueError, match="epochs 1..2"):
-        training.add_log_to_export(exported, log.head(1))
-    training.add_log_to_export(exported, log.drop(columns=["seconds", "rule", "seed"]))
-    result = training.finished_training(exported, config)
-    assert result is not None and result.log.drop(columns="seconds").equals(
-        log.drop(columns=["seconds", "rule", "seed", "policy_epoch"]))
 
 
 def test_a_model_finished_elsewhere_is_not_trained_on_from_an_unfinished_checkpoint_here(tmp_path, monkeypatch,
@@ -438,7 +433,7 @@ def test_a_model_finished_elsewhere_is_not_trained_on_from_an_unfinished_checkpo
     """A model this machine had started, then finished on another (a GPU machine) and exported: the export
     is what the status shows and a worker reads; the checkpoint here is behind it and is not trained on."""
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
-    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
     name, checkpoints = "tsp_inv_sqrt_d_n6_seed0", tmp_path / "tiny" / "checkpoints"
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
     (exported,) = study.export_policies([name], run="tiny")
@@ -452,12 +447,12 @@ def test_a_model_finished_elsewhere_is_not_trained_on_from_an_unfinished_checkpo
     worker.run_worker(preset, "03_train_tsp")
     assert (f"{name}: trained to the end already, read from {exported} (this machine's unfinished checkpoint, "
             "1 epochs, is left as it is)") in capsys.readouterr().out
-    assert training.checkpoint_epochs(checkpoints / f"{name}.pt") == 1  # not trained on
+    assert checkpoints.checkpoint_epochs(checkpoints / f"{name}.pt") == 1  # not trained on
     read, _ = study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
     assert all(torch.equal(read[("inv_sqrt_d", 0)].state_dict()[key], value) for key, value in finished.items())
     # the notebook's export step keeps the finished export, not this machine's older checkpoint
     assert study.export_policies([name], run="tiny") == [exported]
-    assert training.checkpoint_epochs(exported) == 2
+    assert checkpoints.checkpoint_epochs(exported) == 2
     assert all(torch.equal(torch.load(exported, weights_only=True)["model"][key], value)
                for key, value in finished.items())
 
@@ -482,7 +477,7 @@ def test_finished_models_are_evaluated_beside_the_training_and_read_back_by_the_
     monkeypatch.setattr(paths, "results_dir", lambda run="default", create=True: tmp_path / run)  # the fitted scales
     preset = tiny_tsp_preset(tmp_path, monkeypatch, seeds=[0, 1], training_free=["log_N"], test_size=4,
                              reference_size=2, progress=False)
-    params = worker.preset_parameters(preset, "03_train_tsp")
+    params = experiments.load("03_train_tsp", preset)
     worker.run_worker(preset, "03_train_tsp", seeds=[0])  # seed 1 not trained yet
     decoded = []
     real_greedy_costs = study.greedy_costs
@@ -517,7 +512,7 @@ def test_finished_models_are_evaluated_beside_the_training_and_read_back_by_the_
 def test_a_damaged_epoch_log_does_not_hide_a_finished_model(tmp_path, monkeypatch, damage):
     """The checkpoint holds its own log: --status reads it, and --save-carry exports the model."""
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
-    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
     log_csv = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0_log.csv"
     text = log_csv.read_text()
@@ -531,7 +526,7 @@ def test_a_damaged_epoch_log_does_not_hide_a_finished_model(tmp_path, monkeypatc
 
 def test_a_model_past_the_presets_epochs_is_reported_as_such(tmp_path, monkeypatch, capsys):
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3)
-    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
     lowered = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
     status = worker.training_status(lowered, "03_train_tsp")
@@ -542,10 +537,10 @@ def test_a_model_past_the_presets_epochs_is_reported_as_such(tmp_path, monkeypat
 
 
 def test_a_checkpoint_from_elsewhere_is_installed_with_its_log_unless_one_as_far_is_here(tmp_path, monkeypatch):
-    from eie.training import install_checkpoint
+    from eie.checkpoints import install_checkpoint
 
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
-    (setup,) = study.training_setups("03_train_tsp", worker.preset_parameters(preset, "03_train_tsp"))
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
     study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
     source = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0.pt"
     target = tmp_path / "elsewhere" / "checkpoints" / source.name

@@ -17,6 +17,7 @@ to test over), which the (std) of the tables shows.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from . import methods
+from .experiments import training_notebook
 from .methods import label
 from .paper import TABLE_NUMBER, paper_rows, paper_table
 from .problems import PROBLEMS, make_problem
@@ -155,44 +157,6 @@ def _per_seed_clause(at_n: pd.DataFrame, method: str, base: str, maximise: bool)
             f"{label(method)} better on {better}, worse on {worse} of {len(change)} seeds. ")
 
 
-def compare_runs(first, second, problem: str, methods=None, alpha: float = 0.05) -> pd.DataFrame:
-    """The same methods in two runs of one training notebook (say, two training recipes), instance by
-    instance on the same test sets: for each setting, method and n, the mean objective and mean gap
-    to the reference in each run (seeds averaged; `objective_std` / `gap_std`: spread over seeds),
-    and the paired difference first - second with its 95 % interval, Wilcoxon p-value, Holm over
-    all rows, and the verdict for the first run. `first`, `second`: results folders."""
-    loaded = []
-    for folder in (first, second):
-        found = load_problem_results(folder, problem)
-        if found is None:
-            raise FileNotFoundError(f"{folder} holds no {RESULT_FILES[problem][0]}: run notebooks/"
-                                    f"{RESULT_NOTEBOOKS[problem]}.ipynb for it first")
-        loaded.append(found)
-    (results_a, objectives_a), (results_b, objectives_b) = loaded
-    if methods is None:
-        methods = [m for m in dict.fromkeys(results_a.method) if m != "reference" and m in set(results_b.method)]
-    maximise = make_problem(problem).maximise
-    rows = []
-    for method in methods:
-        merged = {(s, "first", seed, n): v for (s, m, seed, n), v in objectives_a.items() if m == method}
-        merged.update({(s, "second", seed, n): v for (s, m, seed, n), v in objectives_b.items() if m == method})
-        if not merged:
-            raise ValueError(f"method {method!r} is in neither run")
-        paired = paired_comparison(merged, "first", maximise=maximise, alpha=alpha).drop(columns="other")
-        for tag, results in (("first", results_a), ("second", results_b)):
-            summary = results[results.method == method].groupby(["setting", "n"]).agg(
-                objective=("objective", "mean"), objective_std=("objective", "std"), gap=("gap_pct", "mean"),
-                gap_std=("gap_pct", "std"))
-            paired = paired.join(summary.add_suffix(f"_{tag}"), on=["setting", "n"])
-        rows.append(paired.assign(method=method))
-    frame = pd.concat(rows, ignore_index=True)
-    frame["p_holm"] = holm(frame.p)
-    better = frame["diff"] > 0 if maximise else frame["diff"] < 0
-    frame["verdict"] = np.where(frame.p_holm >= alpha, "n.s.", np.where(better, "better", "worse"))
-    front = ["setting", "method", "n", "instances"]
-    return frame[front + [c for c in frame.columns if c not in front]]
-
-
 def markdown_table(frame: pd.DataFrame, index_name: str = "") -> str:
     """A GitHub-flavoured markdown table of `frame` (index as the first column)."""
     header = [index_name or (frame.index.name or "")] + [str(c) for c in frame.columns]
@@ -202,10 +166,29 @@ def markdown_table(frame: pd.DataFrame, index_name: str = "") -> str:
     return "\n".join(lines)
 
 
+class _PerProblem(Mapping):
+    """{problem: value(problem)} over the problems registered when it is read (a problem registered
+    after import counts)."""
+
+    def __init__(self, value):
+        self._value = value
+
+    def __getitem__(self, name):
+        if name not in PROBLEMS:
+            raise KeyError(name)
+        return self._value(name)
+
+    def __iter__(self):
+        return iter(PROBLEMS)
+
+    def __len__(self):
+        return len(PROBLEMS)
+
+
 # The files a training notebook writes for each problem: (results table, per-instance objectives).
-RESULT_FILES = {name: make_problem(name).result_files for name in PROBLEMS}
+RESULT_FILES = _PerProblem(lambda name: make_problem(name).result_files)
 # The notebook that writes them.
-RESULT_NOTEBOOKS = {name: problem.notebook for name, problem in PROBLEMS.items()}
+RESULT_NOTEBOOKS = _PerProblem(training_notebook)
 
 
 def load_problem_results(folder, problem: str):
@@ -221,13 +204,13 @@ def load_problem_results(folder, problem: str):
     return results, load_instance_objectives(instances)
 
 
-def load_run_results(folder, problems=tuple(RESULT_FILES)) -> tuple[dict, list[str]]:
+def load_run_results(folder, problems=None) -> tuple[dict, list[str]]:
     """({problem: (results table, per-instance objectives)}, notes on the problems not found) for a
-    finished run's folder. Raises FileNotFoundError, naming the notebooks to run, when the folder
+    finished run's folder (every registered problem unless `problems` names some). Raises FileNotFoundError, naming the notebooks to run, when the folder
     holds none of them: an empty or mistyped run is an error, not a report with no tables."""
     folder = Path(folder)
     loaded, missing = {}, []
-    for problem in problems:
+    for problem in (tuple(RESULT_FILES) if problems is None else problems):
         found = load_problem_results(folder, problem)
         if found is None:
             missing.append(f"{problem}: no {RESULT_FILES[problem][0]} in {folder} (run notebooks/"

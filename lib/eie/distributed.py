@@ -35,12 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
+from . import extrapolation, study
 from . import methods as registry
-from . import study
 from .evaluation import fixed_test_set, greedy_costs
 from .evaluation_store import EvaluationStore, model_fingerprint
-from .presets import preset_parameters, use_threads
+from .experiments import load
 from .problems import make_problem
+from .threads import use_threads
 from .training import TrainConfig, finished_training
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -117,7 +118,7 @@ def _setup(params: dict, notebook: str, setting: str) -> dict:
 
 def training_jobs(preset, notebook: str, seeds=None, rules=None) -> list[dict]:
     """One job per model the preset trains for `notebook` (only `seeds`, `rules` if given)."""
-    params = preset_parameters(preset, notebook)
+    params = load(notebook, preset)
     source = package_fingerprint()
     return [{"preset": str(preset), "notebook": notebook, "setting": setup["setting"], "rule": rule, "seed": seed,
              "name": study.model_name(setup["config"]["problem"], rule, params["n_train"], seed, setup["tag"]),
@@ -131,7 +132,7 @@ def train_task(job: dict) -> dict:
     """Train (or resume, or find finished) one model: {"name", "epochs", "state", "checkpoint", "eval_cost"}."""
     _same_source(job)
     use_threads(job.get("threads", 1))
-    params = preset_parameters(job["preset"], job["notebook"])
+    params = load(job["notebook"], job["preset"])
     setup = _setup(params, job["notebook"], job["setting"])
     _, log = study.train_models([job["rule"]], [job["seed"]], run=params["run"], device=params["device"],
                                 progress=False, tag=setup["tag"], **setup["config"])
@@ -181,7 +182,7 @@ def piece_task(spec: dict) -> dict:
     """Compute one evaluation piece on this worker: {"key", "values", "source"}."""
     _same_source(spec)
     use_threads(spec.get("threads", 1))
-    params = preset_parameters(spec["preset"], spec["notebook"])
+    params = load(spec["notebook"], spec["preset"])
     setup = _setup(params, spec["notebook"], spec["setting"])
     problem = make_problem(setup["config"]["problem"], **setup["config"].get("problem_options", {}))
     sign = -1.0 if problem.maximise else 1.0
@@ -207,7 +208,7 @@ def piece_task(spec: dict) -> dict:
         raise FileNotFoundError(f"{name}: no finished checkpoint or exported policy in results/{params['run']}/")
     d = config.model.head_dim
     net, table = study.ensure_scales(d, params["n_train"], params["n_max"], run=params["run"])
-    (method,) = study.bind_methods([spec["method"]], d, params["n_train"], net, table)
+    (method,) = extrapolation.bind_methods([spec["method"]], d, params["n_train"], net, table)
     values = sign * greedy_costs(model.to(key["device"]), instances, method,
                                  chunk=params["eval_chunk"]).cpu().numpy()
     return {"key": key, "values": values, "source": package_fingerprint()}
@@ -241,7 +242,7 @@ def run_grid(client, preset, notebooks, seeds=None, rules=None, evaluate: bool =
         return lines
     source = package_fingerprint()
     for notebook in notebooks:
-        params = preset_parameters(preset, notebook)
+        params = load(notebook, preset)
         store = study.run_evaluation_store(params["run"])
         plan = evaluation_plan(notebook, params)
         specs = [{**piece, "preset": str(preset), "notebook": notebook, "source": source} for piece in plan]

@@ -1,15 +1,16 @@
 """The finished pieces of an evaluation, kept on disk so that an interrupted one resumes.
 
 At the paper's scale (1024 instances up to n = 1600, six methods, three seeds) an evaluation takes
-hours on a CPU. `eie.study.evaluate` keeps each piece as it finishes: the per-instance objectives of
+hours on a CPU. `eie.extrapolation.evaluate` keeps each piece as it finishes: the per-instance objectives of
 one (method, seed, n), and the reference solver's objectives at one n. A piece is a small file
 named by a hash of everything that determines it: for a method, the model's weights, its attention
 sites, n mode and precision, the problem's options, the method with its lambda at every n' <= n,
 the test instances themselves and the device type; for the reference, the instances and the
 solver's options; for both, the source of the modules that compute that kind of piece
-(`SOURCES`, and of the piece's own problem, `PROBLEM_SOURCES`: an edit there makes those pieces
-miss, an edit elsewhere keeps them, an edit to bin packing's modules the routing problems' pieces), of the
-function that builds the pieces (`eie.study.evaluate`) and the versions of the packages that compute them
+(`source_modules`: the modules that compute that kind of piece and what they import, read from the
+package's sources, with the piece's own problem's modules: an edit there makes those pieces miss, an
+edit elsewhere keeps them, an edit to bin packing's modules the routing problems' pieces), of the
+function that builds the pieces (`eie.extrapolation.evaluate`) and the versions of the packages that compute them
 (`PACKAGES`: torch and numpy, and for the reference the solvers). `eie.tsplib.evaluate_tsplib` keeps its tours'
 lengths the same way (kind "tsplib": one per instance, method and seed). A rerun reads a piece back instead of
 computing it; anything changed simply misses and is computed again.
@@ -34,31 +35,30 @@ import torch
 
 from .files import load_tensors, save_atomic
 from .fingerprints import tensors_fingerprint
+from .problems import PROBLEMS
+from .sources import PACKAGE as SOURCE_PACKAGE
+from .sources import closure, module_files
 
 PIECE_FORMAT = "eie-evaluation-piece/2"
 _PACKAGE = Path(__file__).resolve().parent
-# The modules whose source each kind of piece depends on (files and folders of the package);
-# "problems" stands for the modules of the piece's own problem (`PROBLEM_SOURCES`).
-_DECODING = ("model.py", "attention.py", "position_attention.py", "pointer_network.py", "evaluation.py",
-             "methods.py", "scaling.py", "eie_net.py", "problems")
-SOURCES = {"method": _DECODING, "reference": ("solvers.py", "problems"), "tsplib": (*_DECODING, "tsplib.py")}
-# The modules of problems/ that decode, check, score and solve each problem (besides base.py), so
-# that an edit to one problem keeps the others' pieces; a problem not listed depends on the folder.
-PROBLEM_SOURCES = {
-    "tsp": ("tsp.py",),
-    "cvrp": ("cvrp.py",),
-    "bpp": ("bpp.py", "bpp_heuristics.py", "heightmap.py", "placement_kernel.py"),
-}
+# The modules that compute each kind of piece; what they import follows (`eie.sources.closure`, read
+# from the package's sources), the problems package aside: a piece depends on its own problem's
+# module and what that imports, so an edit to bin packing keeps the routing problems' pieces. The
+# store itself keys pieces and computes none.
+ENTRIES = {"method": ("eie.evaluation", "eie.methods"), "reference": ("eie.solvers",),
+           "tsplib": ("eie.evaluation", "eie.methods", "eie.tsplib")}
+_ASIDE = ("eie.problems", "eie.problems.", "eie.evaluation_store")
 
 
-def _source_files(kind: str, problem: str | None) -> list[str]:
-    names = []
-    for name in SOURCES[kind]:
-        if name == "problems" and problem in PROBLEM_SOURCES:
-            names += ["problems/base.py", *(f"problems/{module}" for module in PROBLEM_SOURCES[problem])]
-        else:
-            names.append(name)
-    return names
+def source_modules(kind: str, problem: str | None = None) -> list[str]:
+    """The package modules whose source keys pieces of `kind` for `problem` (a registered problem's
+    name; another, or None: every module of problems/)."""
+    if kind not in ENTRIES:
+        raise ValueError(f"unknown kind of evaluation piece {kind!r}; choose from {', '.join(ENTRIES)}")
+    own = PROBLEMS[problem].__module__ if problem in PROBLEMS else "eie.problems"
+    if own not in module_files():  # a problem declared outside the package: every problem module
+        own = "eie.problems"
+    return sorted({*closure(ENTRIES[kind], skip=_ASIDE), *closure([own])})
 
 
 # The installed packages whose version can change each kind of piece: torch computes every decoding
@@ -79,18 +79,16 @@ def package_versions(kind: str) -> dict:
 
 @lru_cache(maxsize=None)
 def source_hash(kind: str, problem: str | None = None) -> str:
-    """A hash of the source of the modules that compute pieces of `kind` (a key of `SOURCES`) for
-    `problem` (a key of `PROBLEM_SOURCES`; another, or None: every module of problems/)."""
-    if kind not in SOURCES:
-        raise ValueError(f"unknown kind of evaluation piece {kind!r}; choose from {', '.join(SOURCES)}")
+    """A hash of the source of the modules that compute pieces of `kind` (a key of `ENTRIES`) for
+    `problem` (`source_modules`), and of the versions of the packages that compute them."""
     digest = hashlib.sha256()
     for package, version in package_versions(kind).items():
         digest.update(f"{package}=={version}".encode())
-    for name in _source_files(kind, problem):
-        path = _PACKAGE / name
-        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            digest.update(file.relative_to(_PACKAGE).as_posix().encode())
-            digest.update(file.read_bytes())
+    files = module_files()
+    for name in source_modules(kind, problem):
+        relative = files[name].relative_to(SOURCE_PACKAGE)
+        digest.update(relative.as_posix().encode())
+        digest.update((_PACKAGE / relative).read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -113,7 +111,7 @@ def model_fingerprint(model: torch.nn.Module) -> str:
 
 def model_description(model: torch.nn.Module) -> dict:
     """What of a trained model decides its decodings: its weights, attention sites, n mode and
-    encoder precision (`eie.study.evaluate` builds the same description inline)."""
+    encoder precision (`eie.extrapolation.evaluate` builds the same description inline)."""
     return {"weights": model_fingerprint(model), "sites": list(model.attention.sites),
             "n_mode": model.attention.n_mode, "precision": model.encoder_precision}
 
@@ -132,7 +130,7 @@ def expected_length(key: dict) -> int | None:
 class EvaluationStore:
     """Finished evaluation pieces in `folder`, looked up by a key of plain values (JSON); its
     "kind" entry ("method", "tsplib" or "reference", the default) adds the source of that kind's modules
-    (`SOURCES`) to the key. `folder` None keeps nothing (every lookup misses). A piece missing from
+    (`ENTRIES`) to the key. `folder` None keeps nothing (every lookup misses). A piece missing from
     `folder` is looked up in `carried` too (pieces committed from another machine, read only)."""
 
     def __init__(self, folder: Path | str | None, carried: Path | str | None = None):

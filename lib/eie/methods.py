@@ -6,7 +6,7 @@ time to the model trained with another method (`applied_to`, the key of that met
 attention is built from what the study has for a training length: the head size d, the training
 length N, the fitted EIE net and the lambda* table (`make_rule`, and `attention`, the class of
 `eie.attention` it runs with; a test-time method keeps the attention of the model it runs on and
-swaps in its rule). Training (`TrainConfig.rule`), evaluation (`study.evaluate`), the
+swaps in its rule). Training (`TrainConfig.rule`), evaluation (`extrapolation.evaluate`), the
 run checks, the notebooks' parameter checks, plots and tables all look methods up here, so a new
 method is one `register(Method(...))` call (a test does it from its own file).
 

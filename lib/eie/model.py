@@ -1,4 +1,5 @@
-"""The CO-Transformer: Kool et al.'s Attention Model with LayerNorm and an injected attention scale.
+"""The CO-Transformer: Kool et al.'s Attention Model with LayerNorm (or BatchNorm, `normalization`)
+and an injected attention scale.
 
 Encoder: a linear embedding of the node features (from the problem), then `layers` blocks of
     x = LN(x + MHA(x));  x = LN(x + FF(x))        (h = 8 heads of d = 16, width 128, FF 128-512-128)
@@ -53,6 +54,9 @@ SHRINK_AT = 0.125  # the share of retired columns that makes a check shrink the 
 # direction, the logits still depend on the differences of u only and stay within +-C
 # (results/cpu_long_v2/README.md, "Bin packing: the pointer's saturation").
 POINTER_CLIPS = ("plain", "centred")
+# The encoder's normalisation: "layer" (LayerNorm, the EIE paper's), or "batch" (BatchNorm over every
+# node of the batch, the default of Kool et al.'s reference code; eval mode uses the running statistics).
+NORMALIZATIONS = ("layer", "batch")
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class ModelConfig:
     ff_hidden: int = 512
     tanh_clip: float = 10.0
     pointer_clip: str = "plain"  # POINTER_CLIPS
+    normalization: str = "layer"  # NORMALIZATIONS
 
     @property
     def head_dim(self) -> int:
@@ -73,6 +78,8 @@ class ModelConfig:
             raise ValueError(f"the model width {self.dim} must be a multiple of the number of heads {self.heads}")
         if self.pointer_clip not in POINTER_CLIPS:
             raise ValueError(f"pointer_clip must be one of {POINTER_CLIPS}, got {self.pointer_clip!r}")
+        if self.normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
 
 
 def clipped_logits(u: torch.Tensor, blocked: torch.Tensor, config: ModelConfig) -> torch.Tensor:
@@ -102,13 +109,24 @@ class MultiHeadSelfAttention(nn.Module):
         return self.out(o.transpose(1, 2).reshape(batch, n, dim))
 
 
+class NodeBatchNorm(nn.BatchNorm1d):
+    """BatchNorm1d over every node of every instance: x (B, n, D) normalised per feature."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x.reshape(-1, x.shape[-1])).view(x.shape)
+
+
+def normalization(config: ModelConfig) -> nn.Module:
+    return nn.LayerNorm(config.dim) if config.normalization == "layer" else NodeBatchNorm(config.dim)
+
+
 class EncoderLayer(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.attention = MultiHeadSelfAttention(config.dim, config.heads)
-        self.norm1 = nn.LayerNorm(config.dim)
+        self.norm1 = normalization(config)
         self.ff = nn.Sequential(nn.Linear(config.dim, config.ff_hidden), nn.ReLU(), nn.Linear(config.ff_hidden, config.dim))
-        self.norm2 = nn.LayerNorm(config.dim)
+        self.norm2 = normalization(config)
 
     def forward(self, x: torch.Tensor, attention: Attention, ctx: AttentionContext) -> torch.Tensor:
         x = self.norm1(x + self.attention(x, attention, ctx))

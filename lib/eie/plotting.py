@@ -86,7 +86,7 @@ def extrapolation_figure(results, ylabel: str, reference_label: str = "reference
     the mean objective against n for each method (band: standard deviation over seeds) with the
     reference solver dashed; the gap to the reference (%); and each method relative to the `base`
     model at the same n and seed (%; `relative_to`), where differences of a few per cent show.
-    `results` has the columns of `eie.study.RESULT_COLUMNS`."""
+    `results` has the columns of `eie.extrapolation.RESULT_COLUMNS`."""
 
     settings = list(dict.fromkeys(results.setting))
     has_base = base in set(results.method)

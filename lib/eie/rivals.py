@@ -33,7 +33,7 @@ def rescaling_sweep(models: dict, model_keys, factors, n_train: int, n_max: int,
                     store: EvaluationStore | None = None) -> pd.DataFrame:
     """Mean greedy tour length (original coordinates) of each trained model `model_keys` (every seed
     it has in `models`, {(key, seed): model}) with the coordinates times each factor, at each n = N * 2^k.
-    Each (model, factor, seed, n) is one piece of `eie.study.evaluate`, kept in `store` when one is
+    Each (model, factor, seed, n) is one piece of `eie.extrapolation.evaluate`, kept in `store` when one is
     given (the run's store: an interrupted sweep resumes, a rerun reads it back). A piece names its
     factor through the method key `<model>@x<factor:g>` (six significant digits), and this module is
     not among the store's method sources: after an edit of `fixed_factor`, delete the sweep's pieces.

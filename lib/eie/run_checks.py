@@ -79,7 +79,7 @@ def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_win
 
 def check_extrapolation(results: pd.DataFrame, n_train: int, reference: str = "the reference",
                         max_gap_pct: float | None = None) -> str:
-    """Assert the properties above on a long result table (`study.evaluate`); return a report."""
+    """Assert the properties above on a long result table (`extrapolation.evaluate`); return a report."""
     models = results[results.method != "reference"]
     lengths = sorted(int(n) for n in results.n.unique())
     _require(bool(lengths) and lengths[0] == n_train, f"results start at n = {lengths[:1]}, not at n_train = {n_train}")

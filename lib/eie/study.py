@@ -3,8 +3,8 @@
 One set of functions serves every problem: `ensure_scales` (EIE net and exact lambda* for the
 training length, loaded from `results/<run>/eie_nets/` or fitted there), `train_models` (one model
 per trained rule and seed, resumable; `seeds_by_rule` says which seeds a rule has), `evaluate`
-(every method on the fixed test sets, with the reference solver, into the long-format table) and
-`table_by_method` (the paper's layout).
+(every method on the fixed test sets, with the reference solver, into the long-format table);
+`train_problem` and `evaluate_problem` run a training experiment's whole grid (`eie.experiments`).
 """
 
 from __future__ import annotations
@@ -14,46 +14,23 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
-from tqdm import tqdm
 
 from . import methods as registry
 from . import scaling
-from .comparison import RESULT_FILES, load_problem_results, table_by_method  # noqa: F401  (study.table_by_method, as before)
+from .checkpoints import checkpoint_epochs, export_policy, kept_policy
 from .eie_net import fit_eie, load_eie_net, save_eie_net
 from .evaluation import (
     check_decoding_fits,
     extrapolation_lengths,
-    fixed_test_set,
-    greedy_costs,
-    inference_seconds,
-    median_seconds,
 )
 from .evaluation_store import (
     EvaluationStore,
-    function_fingerprint,
-    model_fingerprint,
-    rule_fingerprint,
-    tensors_fingerprint,
 )
+from .experiments import Training, configure, model_config, training_notebooks, training_options
+from .extrapolation import bind_methods, evaluate, save_instance_costs
 from .methods import BoundMethod
-from .model import ModelConfig
-from .paper import PAPER_CVRP_TIME_H
 from .paths import eie_net_path, exact_table_path, results_dir
-from .problems import problem_trained_by, training_notebooks
-from .training import (
-    TrainConfig,
-    build_model,
-    checkpoint_epochs,
-    export_policy,
-    finished_training,
-    kept_policy,
-    load_trained,
-    resolve_device,
-    train,
-)
-
-RESULT_COLUMNS = ["problem", "setting", "method", "seed", "n", "objective", "gap_pct"]
+from .training import TrainConfig, build_model, finished_training, load_trained, resolve_device, train
 
 
 def ensure_scales(d: int, N: int, N_max: int, run: str = "default", **fit_options):
@@ -91,12 +68,21 @@ def describe_scales(net, table, d: int, N: int, N_max: int) -> str:
     return "\n".join(lines)
 
 
+def training_experiment(notebook: str, params) -> Training:
+    """The training experiment of `notebook` (`eie.experiments`) under `params`: a checked experiment
+    as is, a mapping of settings checked now."""
+    experiment = configure(notebook, params)
+    if not isinstance(experiment, Training):
+        raise ValueError(f"{notebook!r} is not a training notebook; choose from {', '.join(training_notebooks())}")
+    return experiment
+
+
 def problem_for(notebook: str):
     """The problem class (`eie.problems.PROBLEMS`) that `notebook` trains."""
-    problem = problem_trained_by(notebook)
-    if problem is not None:
-        return problem
-    raise ValueError(f"{notebook!r} is not a training notebook; choose from {', '.join(training_notebooks())}")
+    experiment = configure(notebook, {})
+    if not isinstance(experiment, Training):
+        raise ValueError(f"{notebook!r} is not a training notebook; choose from {', '.join(training_notebooks())}")
+    return experiment.problem_class()
 
 
 def training_setups(notebook: str, params: dict) -> list[dict]:
@@ -104,16 +90,14 @@ def training_setups(notebook: str, params: dict) -> list[dict]:
     {"setting": its label in the tables ("" for TSP, "C10", "120x100"), "tag": the checkpoint-name
     tag, "config": the `TrainConfig` fields}. `params` are the notebook's checked parameters; the
     notebooks and `eie.worker` both build their training from here, so a preset trains the same
-    models whichever runs it. The settings come from the problem (`Problem.settings`)."""
-    common = {key: params[key] for key in ("n_train", "epochs", "steps_per_epoch", "batch_size", "max_grad_norm",
-                                           "baseline_eval_size", "lr_decay_on_p", "precision", "n_mode",
-                                           "plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor",
-                                           "warmup_epochs", "final_policy")}
-    common["sites"] = tuple(params["sites"])
-    common["model"] = ModelConfig(pointer_clip=params["pointer_clip"])
-    problem = problem_for(notebook)
+    models whichever runs it. The settings come from the experiment (`Training.problem_settings`), the
+    training options from its settings that are fields of `TrainConfig` (`experiments.training_options`)."""
+    experiment = training_experiment(notebook, params)
+    common = training_options(experiment)
+    common["model"] = model_config(experiment)
+    problem = experiment.problem_class()
     setups = []
-    for options, lr in problem.settings(params):
+    for options, lr in experiment.problem_settings():
         setting = problem(**options).setting
         config = {"problem": problem.name, "problem_options": options, "lr": lr, **common}
         setups.append({"setting": setting, "tag": f"_{setting}" if setting else "", "config": config})
@@ -150,14 +134,15 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
     names starting with `prefix`.
     Returns (results table with RESULT_COLUMNS over all settings, per-instance objectives,
     {setting: {n: reference objectives}})."""
-    problem_class = problem_for(notebook)
+    experiment = training_experiment(notebook, params)
+    problem_class = experiment.problem_class()
     methods = bind_methods(method_keys(params), d, params["n_train"], net, table)
     store = run_evaluation_store(params["run"])
     results, per_instance, references = [], {}, {}
-    for options, _ in problem_class.settings(params):
+    for options, _ in experiment.problem_settings():
         problem = problem_class(**options)
         parts = []
-        for result, objectives, reference in _evaluate_setting(problem, params, methods, models[problem.setting],
+        for result, objectives, reference in _evaluate_setting(problem, experiment, methods, models[problem.setting],
                                                                store):
             parts.append(result if not parts else result[result.method != "reference"])
             per_instance.update(objectives)
@@ -176,7 +161,7 @@ def evaluate_problem(notebook: str, params: dict, models: dict, net=None, table=
     return results, per_instance, references
 
 
-def _evaluate_setting(problem, params: dict, methods: list[BoundMethod], setting_models: dict,
+def _evaluate_setting(problem, params: Training, methods: list[BoundMethod], setting_models: dict,
                       store: EvaluationStore):
     """`evaluate` of `methods` on one setting's models ({(rule, seed): model}), one call per group of
     methods whose models have the same seeds: `evaluate` runs each method on every seed of the
@@ -193,7 +178,7 @@ def _evaluate_setting(problem, params: dict, methods: list[BoundMethod], setting
         yield evaluate(
             {key: model for key, model in setting_models.items() if key[0] in keys}, group, params["n_train"],
             params["n_max"], test_size=params["test_size"], setting=problem.setting, test_seed=params["test_seed"],
-            reference_size=params["reference_size"], reference_options=problem.reference_options(params),
+            reference_size=params["reference_size"], reference_options=params.reference_options(),
             chunk=params["eval_chunk"], device=params["device"], progress=params["progress"], store=store)
 
 
@@ -230,6 +215,7 @@ def evaluate_finished(notebook: str, params: dict, store: EvaluationStore | None
     eie.worker PRESET NOTEBOOK --evaluate`). A method whose model has no finished seed is skipped.
     Writes no result table. Returns one line per setting: what was evaluated, what was skipped.
     `store`: another store than the run's (`eie.distributed` passes one that records the keys asked for)."""
+    params = training_experiment(notebook, params)
     models = finished_models(notebook, params)
     d = head_size(notebook, params)
     net, table = ensure_scales(d, params["n_train"], params["n_max"], run=params["run"])
@@ -237,8 +223,8 @@ def evaluate_finished(notebook: str, params: dict, store: EvaluationStore | None
     store = store if store is not None else run_evaluation_store(params["run"])
     pairs = model_pairs(params["rules"], seeds_by_rule(params))
     lines = []
-    for options, _ in problem_for(notebook).settings(params):
-        problem = problem_for(notebook)(**options)
+    for options, _ in params.problem_settings():
+        problem = params.problem_class()(**options)
         setting_models = models[problem.setting]
         ready = [method for method in methods if any(rule == method.model_key for rule, _ in setting_models)]
         if ready:
@@ -257,46 +243,19 @@ def compute_references(notebook: str, params: dict) -> dict:
     store (`eie.evaluation_store`), so that `evaluate_problem` reads them back instead of solving
     again. The solver uses one core and needs no trained model: it can run beside the training
     (`python -m eie.worker PRESET NOTEBOOK --references`). Returns {setting: {n: reference objectives}}."""
+    params = training_experiment(notebook, params)
     store = run_evaluation_store(params["run"])
     references = {}
     for setup in training_setups(notebook, params):
-        problem = problem_for(notebook)(**setup["config"]["problem_options"])
+        problem = params.problem_class()(**setup["config"]["problem_options"])
         # `evaluate` takes the problem from a model: an untrained one, since no method is decoded
         model = build_model(TrainConfig(rule=params["rules"][0], seed=0, **setup["config"]))
         _, _, references[problem.setting] = evaluate(
             {(params["rules"][0], 0): model}, [], params["n_train"], params["n_max"], test_size=params["test_size"],
             setting=problem.setting, test_seed=params["test_seed"], reference_size=params["reference_size"],
-            reference_options=problem.reference_options(params), chunk=params["eval_chunk"], device=params["device"],
+            reference_options=params.reference_options(), chunk=params["eval_chunk"], device=params["device"],
             progress=params["progress"], store=store)
     return references
-
-
-def recompute_gaps(notebook: str, params: dict) -> pd.DataFrame:
-    """A finished run's gaps against a reference computed again (`compute_references`), without
-    decoding again: for a run whose reference solver changed after its models were evaluated (a
-    longer budget, a fixed solver) and whose checkpoints may be gone. Reads the results table and
-    per-instance objectives that `evaluate_problem` wrote to results/<run>/, replaces each reference
-    row's objective and each method's `gap_pct` (the formula of `evaluate`: the method's mean over
-    the reference's instances against the reference's mean; positive = worse), and writes the
-    table back. The methods' objectives are unchanged. Returns the new table."""
-    problem_class = problem_for(notebook)
-    out = results_dir(params["run"])
-    found = load_problem_results(out, problem_class.name)
-    if found is None:
-        raise FileNotFoundError(f"no {RESULT_FILES[problem_class.name][0]} in {out}: recompute_gaps needs a finished "
-                                f"evaluation of {notebook} there (run the notebook with this run first)")
-    results, objectives = found
-    references = compute_references(notebook, params)
-    sign = -1.0 if problem_class.maximise else 1.0
-    for i, row in results.iterrows():
-        reference = references[row.setting][int(row.n)]
-        if row.method == "reference":
-            results.loc[i, "objective"] = float(reference.mean()) if len(reference) else float("nan")
-        elif len(reference):
-            objective = objectives[(row.setting, row.method, int(row.seed), int(row.n))][:len(reference)]
-            results.loc[i, "gap_pct"] = float(100 * sign * (objective.mean() / reference.mean() - 1))
-    results.to_csv(out / RESULT_FILES[problem_class.name][0], index=False, float_format="%.4f")
-    return results
 
 
 def _methods_by_seeds(methods: list[BoundMethod], models: dict) -> list[list[BoundMethod]]:
@@ -348,7 +307,7 @@ def train_models(rules, seeds, run: str = "default", device: str = "auto", progr
     neither but exported to results/<run>/models/ after its training ended is read from there and
     not trained again (`eie.training.finished_training`).
     Returns ({(rule, seed): model}, training log with columns rule, seed, epoch, ..., and
-    policy_epoch: the epoch of the policy the model keeps, `eie.training.kept_policy`).
+    policy_epoch: the epoch of the policy the model keeps, `eie.checkpoints.kept_policy`).
     """
     models, logs = {}, []
     folder = results_dir(run) / "checkpoints"
@@ -413,114 +372,3 @@ def export_policies(names, run: str = "default") -> list:
 def load_policies(names, run: str = "default", device: str = "cpu") -> dict:
     """{name: model} from results/<run>/models/ (written by `export_policies`)."""
     return {name: load_trained(models_folder(run) / f"{name}.pt", device) for name in names}
-
-
-def bind_methods(method_keys, d: int, N: int, net=None, table=None) -> list[BoundMethod]:
-    """The registered methods `method_keys` ready to evaluate: rules built for head size d, training
-    length N, the fitted EIE net and the lambda* table (`eie.methods.bind`)."""
-    return registry.bind(method_keys, d, N, net=net, table=table)
-
-
-def evaluate(models: dict, methods: list[BoundMethod], n_train: int, n_max: int, test_size: int, setting: str = "",
-             test_seed: int = 1234, reference_size: int = 32, reference_options: dict | None = None,
-             chunk: int = 256, device: str = "auto", progress: bool = True, store: EvaluationStore | None = None):
-    """Every method (`bind_methods`) on the fixed test sets at n = N * 2^k <= n_max; each runs on
-    `models[(method.model_key, seed)]` for every seed of `models`.
-
-    `objective` is the cost (tour length, distance), or for a problem with `maximise = True` (bin
-    packing) minus the cost (the load rate); `gap_pct` is positive where the method is worse than the
-    reference either way. With a `store` (`eie.evaluation_store`) each finished piece is kept, and a
-    rerun reads it back: an interrupted evaluation resumes. Returns (long table with RESULT_COLUMNS,
-    per-instance objectives {(setting, method, seed, n): array}, reference objectives {n: array}).
-    """
-    device = resolve_device(device)
-    any_model = next(iter(models.values()))
-    problem = any_model.problem
-    sign = -1.0 if problem.maximise else 1.0  # objective = sign * cost
-    seeds = sorted({seed for _, seed in models})
-    lengths = extrapolation_lengths(n_train, n_max)
-    rows, per_instance, references = [], {}, {}
-    bar = tqdm(total=len(lengths) * (1 + len(seeds) * len(methods)), desc=f"evaluate {problem.name}",
-               disable=not progress, mininterval=1.0)
-    store = store or EvaluationStore(None)
-    models_key = {key: {"weights": model_fingerprint(model), "sites": list(model.attention.sites),
-                        "n_mode": model.attention.n_mode, "precision": model.encoder_precision}
-                  for key, model in models.items()}
-    code = function_fingerprint(evaluate)
-    for n in lengths:
-        instances = fixed_test_set(problem, n, test_size, test_seed, device)
-        k = min(reference_size, test_size)
-        piece = {"problem": problem.name, "options": {name: repr(value) for name, value in vars(problem).items()},
-                 "setting": setting, "n": n, "test_size": test_size, "test_seed": test_seed,
-                 "instances": tensors_fingerprint(instances), "code": code}
-        reference = store.get_or_compute(
-            {**piece, "kind": "reference", "reference_size": k, "reference_options": reference_options or {}},
-            lambda k=k, instances=instances: sign * problem.reference_costs(
-                {key: v[:k] for key, v in instances.items()}, **(reference_options or {})) if k > 0 else np.array([]))
-        references[n] = reference
-        bar.update()
-        for seed in seeds:
-            for method in methods:
-                model_key = (method.model_key, seed)
-                objective = store.get_or_compute(
-                    {**piece, "kind": "method", "method": method.key, "model": models_key[model_key], "N": method.N,
-                     "lambda_n": float(method.rule(n)), "lambdas": rule_fingerprint(method.rule, n),
-                     "device": device.type},
-                    lambda model=models[model_key], instances=instances, method=method: sign * greedy_costs(
-                        model.to(device), instances, method, chunk=chunk).cpu().numpy())
-                per_instance[(setting, method.key, seed, n)] = objective
-                gap = 100 * sign * (objective[:k].mean() / reference.mean() - 1) if k > 0 else float("nan")
-                rows.append({"problem": problem.name, "setting": setting, "method": method.key, "seed": seed, "n": n,
-                             "objective": float(objective.mean()), "gap_pct": float(gap)})
-                bar.update()
-        rows.append({"problem": problem.name, "setting": setting, "method": "reference", "seed": -1, "n": n,
-                     "objective": float(reference.mean()) if k > 0 else float("nan"), "gap_pct": 0.0})
-    bar.close()
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS), per_instance, references
-
-
-def inference_times(model, methods: list[BoundMethod], n_train: int, n_max: int, size: int, test_seed: int = 1234,
-                    repeats: int = 3, chunk: int = 256, device: str = "auto", progress: bool = True) -> pd.DataFrame:
-    """Table 4: median seconds to decode `size` test instances greedily at each n with each method,
-    all on the same model and instances, measured in one run (columns n, method, instances,
-    seconds, seconds_per_instance)."""
-    device = resolve_device(device)
-    model = model.to(device)
-    problem = model.problem
-    rows = []
-    lengths = extrapolation_lengths(n_train, n_max)
-    for n in tqdm(lengths, desc="inference time", disable=not progress):
-        instances = fixed_test_set(problem, n, size, test_seed, device)
-        for method in methods:
-            seconds = inference_seconds(model, instances, method, chunk, repeats)
-            rows.append({"n": n, "method": method.key, "instances": size, "seconds": seconds,
-                         "seconds_per_instance": seconds / size})
-    return pd.DataFrame(rows)
-
-
-def inference_time_table(timing: pd.DataFrame, base: str = "inv_sqrt_d", method: str = "eie") -> pd.DataFrame:
-    """Table 4's layout from `inference_times`: by n, seconds for `base` and `method` on the timed
-    instances, their difference, the hours 16384 instances would take at `base`'s rate, and the
-    paper's hours (`eie.paper.PAPER_CVRP_TIME_H`)."""
-
-    size = int(timing.instances.iloc[0])
-    wide = timing.pivot(index="n", columns="method", values="seconds")
-    return pd.DataFrame({
-        f"{registry.label(base)}, {size} inst. (s)": wide[base], f"{registry.label(method)}, {size} inst. (s)": wide[method],
-        f"{registry.label(method)} - {registry.label(base)} (s)": wide[method] - wide[base],
-        "16384 inst. at this rate (h)": wide[base] / size * 16384 / 3600,
-        "paper, Table 4 (h)": [PAPER_CVRP_TIME_H.get(n, float("nan")) for n in wide.index]})
-
-
-def eie_net_seconds(net, n: float, repeats: int = 101) -> float:
-    """Median seconds of one evaluation lambda(n) of the EIE net (what EIE adds to a decoding run)."""
-    with torch.no_grad():
-        return median_seconds(lambda: net(float(n)), repeats)
-
-
-def save_instance_costs(per_instance: dict, path) -> None:
-    """Per-instance objectives {(setting, method, seed, n): array} (what `evaluate` returns, merged over
-    settings) as one .npz, entries 'setting/method|seed|n' ('method|seed|n' without a setting), the
-    layout `comparison.load_instance_objectives` reads back."""
-    np.savez_compressed(path, **{f"{setting + '/' if setting else ''}{m}|{s}|{n}": v
-                                 for (setting, m, s, n), v in per_instance.items()})

@@ -16,7 +16,7 @@ policy, or "baseline", the rollout baseline's (the last policy the paired test f
 selection on the test's fresh held-out instances, never on a test set), which the checkpoint then
 holds beside the last one (`_keep_final_policy`) and `load_trained` and `export_policy` give.
 
-A checkpoint is written atomically after every epoch (model, baseline, optimiser, random-generator
+A checkpoint (`eie.checkpoints`) is written atomically after every epoch (model, baseline, optimiser, random-generator
 states, held-out set); a run started again with the same configuration resumes from it and ends
 exactly where an uninterrupted run would. Each epoch appends a row to a CSV log. A checkpoint is
 locked while it is trained (a second process asking for the same model is refused with a message),
@@ -37,12 +37,11 @@ from scipy import stats
 from tqdm import tqdm
 
 from . import methods
+from .checkpoints import CHECKPOINT_FORMAT, checkpoint_epochs, policy_weights, read_checkpoint, resume_from_carry
 from .evaluation import greedy_costs
 from .files import (
     FileBusy,
-    copy_atomic,
     exclusive,
-    load_tensors,
     remove_stale_temporaries,
     save_atomic,
     write_csv_atomic,
@@ -52,7 +51,6 @@ from .memory import check_fits
 from .model import PRECISIONS, AttentionModel, ModelConfig
 from .problems import make_problem
 
-CHECKPOINT_FORMAT = "eie-train/1"
 WARMUP_BETA = 0.8  # Kool et al. (2019): the exponential baseline's decay, b <- beta b + (1 - beta) mean cost
 # What a finished run keeps (`TrainConfig.final_policy`): "last", the policy after its last epoch; or
 # "baseline", the rollout baseline's policy, the last one that a paired test on fresh held-out
@@ -114,22 +112,29 @@ class TrainConfig:
                              "plateau_window > 0, and lr_decay_on_p off (two rules would change the rate)")
 
     def resume_key(self) -> dict:
-        """Everything but when to stop (epochs, the plateau rule) must match to resume (a run may be extended)."""
+        """What must match for a checkpoint to resume this configuration: every setting but those
+        that say when to stop or what to keep at the end (a run may be extended). Options at their
+        defaults (`_KEYED_WHEN_SET`) are left out, so a checkpoint written without an option reads
+        as one with its default."""
         key = asdict(self)
-        key.pop("epochs")
-        if key["precision"] == "float32":
-            key.pop("precision")  # checkpoints written before the option resume
         # Like epochs, these say when to stop (or, lr_drops, when to go on at a lower rate): a model
         # stopped by the plateau rule resumes into its next phase when lr_drops is raised.
-        for name in ("plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor"):
+        for name in ("epochs", "plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor", "final_policy"):
             key.pop(name)
-        key.pop("final_policy")  # what is kept once the run has ended, not how it trains
-        if not key["warmup_epochs"]:
-            key.pop("warmup_epochs")  # checkpoints written before the option resume
-        if key["model"]["pointer_clip"] == "plain":
-            key["model"].pop("pointer_clip")  # likewise
+        for name, default in _KEYED_WHEN_SET.items():
+            if key[name] == default:
+                key.pop(name)
+        for name, default in _MODEL_KEYED_WHEN_SET.items():
+            if key["model"][name] == default:
+                key["model"].pop(name)
         key["sites"] = list(key["sites"])
         return key
+
+
+# Training and model options a checkpoint's key holds only when they differ from these defaults: a
+# checkpoint written without the option then resumes as one with its default.
+_KEYED_WHEN_SET = {"precision": "float32", "warmup_epochs": 0}
+_MODEL_KEYED_WHEN_SET = {"pointer_clip": "plain", "normalization": "layer"}
 
 
 def build_model(config: TrainConfig, device="cpu") -> AttentionModel:
@@ -219,18 +224,10 @@ def _log_action(rows, config: TrainConfig) -> str:
                           config.plateau_window, config.plateau_tolerance, config.lr_drops)
 
 
-def _read_checkpoint(path: Path) -> dict:
-    """A training checkpoint or exported policy, read safely and checked to be one."""
-    payload = load_tensors(path, "training checkpoint")
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} is not a training checkpoint of this study; delete it or choose another run folder")
-    return payload
-
-
 def _load_checkpoint(path: Path, config: TrainConfig) -> dict:
     """The checkpoint to resume `config` from: written with the same settings, and not trained for
     more epochs than `config` asks (a shorter run would otherwise silently return the longer one)."""
-    payload = _read_checkpoint(path)
+    payload = read_checkpoint(path)
     if payload["config"] != config.resume_key():
         key = config.resume_key()
         changed = sorted(k for k in set(payload["config"]) | set(key) if payload["config"].get(k) != key.get(k))
@@ -297,12 +294,12 @@ def finished_training(path: Path, config: TrainConfig, device: str = "cpu") -> T
     as a finished training of `config`, or None where it is not one: no file; other settings; fewer
     epochs than `config.epochs` asks for without the plateau rule having stopped it, or more; ended
     keeping another policy than `config.final_policy` (a checkpoint is then finished again at once
-    by `train`; an export alone is trained again); or no epoch log (policies exported before the log was kept; `add_log_to_export` adds one). A finished
+    by `train`; an export alone is trained again); or no epoch log. A finished
     model is all an evaluation needs, so a run whose checkpoints are gone (they are not committed)
     is not trained again, and a finished checkpoint another process holds is read without waiting."""
     if not path.is_file():
         return None
-    payload = _read_checkpoint(path)
+    payload = read_checkpoint(path)
     log = payload.get("log")
     if payload["config"] != config.resume_key() or not log or len(log) != payload["epoch"]:
         return None
@@ -314,60 +311,11 @@ def finished_training(path: Path, config: TrainConfig, device: str = "cpu") -> T
     return TrainResult(load_trained(path, device), pd.DataFrame(log), path)
 
 
-def resume_from_carry(checkpoint: Path, log_path: Path, carry_dir: Path) -> bool:
-    """Put `carry_dir`'s checkpoint of the same name in place of `checkpoint` when there is none
-    here, or when the carried one was trained for more epochs with the same settings (a machine
-    that comes back with an older checkpoint of the run), and write its epoch log beside it; True
-    if it did. The copy is checked by `_load_checkpoint` as any checkpoint is."""
-    carried = carry_dir / checkpoint.name
-    if not carried.is_file():
-        return False
-    carried_state = _read_checkpoint(carried)
-    if checkpoint.exists():
-        local = _read_checkpoint(checkpoint)
-        if carried_state["epoch"] <= local["epoch"] or carried_state["config"] != local["config"]:
-            return False  # the local one is as far or further (or another run's: `_load_checkpoint` says so)
-        replaced = f" (this machine's own had {local['epoch']})"
-    else:
-        replaced = ""
-    copy_atomic(carried, checkpoint)
-    rows = carried_state["log"]
-    write_csv_atomic(pd.DataFrame(rows), log_path)
-    print(f"{checkpoint.stem}: resuming after epoch {len(rows)} from the checkpoint carried in {carried}{replaced}",
-          flush=True)
-    return True
-
-
-def checkpoint_log(path: Path) -> pd.DataFrame:
-    """The epoch log kept inside the training checkpoint (or exported policy) at `path`: one row per
-    epoch it has run, whatever the CSV beside it says (that one is rewritten after the checkpoint)."""
-    return pd.DataFrame(_read_checkpoint(Path(path)).get("log") or [])
-
-
-def checkpoint_epochs(path: Path) -> int:
-    """How many epochs the training checkpoint at `path` has run."""
-    return int(_read_checkpoint(Path(path))["epoch"])
-
-
 def sampling_restart_seed(seed: int, epoch: int) -> int:
     """The seed a model's sampling stream restarts from after `epoch` epochs where its saved generator
     state cannot be restored (one device's generator cannot take another's: a GPU's Philox state is not
     a CPU's Mersenne twister)."""
     return seed * 7919 + 2 + 1000 * epoch
-
-
-def install_checkpoint(source, target) -> str:
-    """Put a checkpoint written elsewhere (another machine or device) at `target`, where training
-    resumes it, with its epoch log beside it; one already at `target` with as many epochs is kept.
-    A checkpoint from another device type keeps its generator state as it is: resuming restarts the
-    sampling stream (`restore_sampling`). Returns what was done, in words."""
-    source, target = Path(source), Path(target)
-    payload = load_tensors(source, "training checkpoint")
-    if target.exists() and int(load_tensors(target, "training checkpoint")["epoch"]) >= int(payload["epoch"]):
-        return f"{target.name}: the checkpoint here is as far; kept"
-    copy_atomic(source, target)
-    write_csv_atomic(checkpoint_log(target), target.with_name(f"{target.stem}_log.csv"))
-    return f"{target.name}: checkpoint at epoch {payload['epoch']} into {target.parent}"
 
 
 def restore_sampling(sample_gen: torch.Generator, saved: torch.Tensor, seed: int, epoch: int) -> int | None:
@@ -483,7 +431,7 @@ def _keep_final_policy(config: TrainConfig, checkpoint: Path, model: AttentionMo
     loaded into `model`; the checkpoint's `model` stays the last policy, so a run extended later
     (more epochs, another lr drop) resumes exactly. "last": no kept policy (one kept by an earlier
     choice is removed). The checkpoint is written only where it holds another choice."""
-    payload = _read_checkpoint(checkpoint)
+    payload = read_checkpoint(checkpoint)
     held = payload.get("kept")
     if config.final_policy == "last":
         if held is not None:
@@ -498,23 +446,6 @@ def _keep_final_policy(config: TrainConfig, checkpoint: Path, model: AttentionMo
     model.load_state_dict(held["model"])
 
 
-def kept_policy(path) -> dict:
-    """Which policy the checkpoint or exported policy at `path` gives (`load_trained`): {"policy":
-    "last" or "baseline", "epoch": the epoch after which it was the current policy}."""
-    payload = _read_checkpoint(Path(path))
-    held = payload.get("kept")
-    if held is None:
-        return {"policy": "last", "epoch": int(payload["epoch"])}
-    return {"policy": held["policy"], "epoch": int(held["epoch"])}
-
-
-def _policy_weights(payload: dict) -> dict:
-    """The weights a checkpoint or export gives as its policy: the kept ones of a finished run that
-    keeps another than its last (`TrainConfig.final_policy`; an export holds them as its `model`)."""
-    held = payload.get("kept")
-    return held["model"] if held is not None and "model" in held else payload["model"]
-
-
 def load_trained(path, device: str = "cpu") -> AttentionModel:
     """The policy of a training checkpoint or exported policy (its configuration is rebuilt from the
     file): the current one, or where a finished run keeps another (`TrainConfig.final_policy`,
@@ -522,48 +453,16 @@ def load_trained(path, device: str = "cpu") -> AttentionModel:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no training checkpoint at {path}: train the model first (notebook 03)")
-    payload = _read_checkpoint(path)
+    payload = read_checkpoint(path)
     try:
         key = dict(payload["config"])
         key["model"] = ModelConfig(**key["model"])
         key["sites"] = tuple(key["sites"])
         config = TrainConfig(epochs=max(payload["epoch"], 1), **key)
         model = build_model(config, resolve_device(device))
-        model.load_state_dict(_policy_weights(payload))
+        model.load_state_dict(policy_weights(payload))
         model.encoder_precision = "float32"  # evaluation runs in full precision, whatever training used
     except Exception as error:
         raise ValueError(f"{path} is not a loadable training checkpoint ({error})") from error
     model.eval()
     return model
-
-
-def export_policy(checkpoint, path) -> Path:
-    """Copy the policy of a training checkpoint (`load_trained`'s: the current one, or the one a
-    finished run keeps) and its epoch log, without the optimiser, baseline and generator states, to
-    `path` (a few MB; `load_trained` reads it like a checkpoint, and `finished_training` takes it for
-    the finished model where the checkpoint is gone)."""
-    checkpoint, path = Path(checkpoint), Path(path)
-    if not checkpoint.is_file():
-        raise FileNotFoundError(f"no training checkpoint at {checkpoint}: train the model first")
-    payload = _read_checkpoint(checkpoint)
-    exported = {key: payload[key] for key in ("format", "config", "epoch", "log")}
-    exported["model"] = _policy_weights(payload)
-    if payload.get("kept") is not None:
-        exported["kept"] = {key: value for key, value in payload["kept"].items() if key != "model"}
-    return save_atomic(exported, path)
-
-
-def add_log_to_export(path, log: pd.DataFrame) -> Path:
-    """Write the epoch log `log` (one row per epoch, the columns of a training log; `seconds` may be
-    missing) into the exported policy at `path`, which was exported without one. Refuses a log
-    whose length is not the policy's epoch count."""
-    path = Path(path)
-    payload = _read_checkpoint(path)
-    if len(log) != payload["epoch"] or list(log.epoch) != list(range(1, payload["epoch"] + 1)):
-        raise ValueError(f"{path} was exported after epoch {payload['epoch']}: its log must have epochs "
-                         f"1..{payload['epoch']}, one row each (got {len(log)} rows)")
-    rows = log.assign(seconds=log["seconds"] if "seconds" in log else float("nan"))
-    columns = ["epoch", "train_cost", "baseline_cost", "eval_cost", "p_value", "baseline_updated", "lr", "seconds"]
-    payload["log"] = [{key: value.item() if hasattr(value, "item") else value for key, value in row.items()}
-                      for row in rows[columns].to_dict("records")]  # plain Python numbers, as training writes
-    return save_atomic(payload, path)

@@ -51,14 +51,14 @@ from pathlib import Path
 import pandas as pd
 
 from . import study
+from .checkpoints import checkpoint_epochs, checkpoint_log, export_policy
 from .distributed import client_for, run_grid
 from .evaluation_store import EvaluationStore
+from .experiments import load, training_notebooks
 from .files import FileBusy, copy_atomic, write_csv_atomic
-from .parameters import check_parameters, load_preset  # noqa: F401  (check_parameters: worker's callers)
 from .paths import repo_root
-from .presets import notebook_defaults, preset_parameters, use_threads  # noqa: F401  (worker.preset_parameters, as before)
-from .problems import training_notebooks
-from .training import TrainConfig, checkpoint_epochs, checkpoint_log, export_policy, finished_training, plateau_action
+from .threads import use_threads
+from .training import TrainConfig, finished_training, plateau_action
 
 
 def run_worker(preset, notebooks, poll_seconds: float = 30.0, seeds=None, rules=None) -> None:
@@ -70,7 +70,7 @@ def run_worker(preset, notebooks, poll_seconds: float = 30.0, seeds=None, rules=
     notebooks = [notebooks] if isinstance(notebooks, str) else list(notebooks)
     jobs = []
     for notebook in notebooks:
-        params = preset_parameters(preset, notebook)
+        params = load(notebook, preset)
         check_seeds(params, notebook, seeds)
         check_rules(params, notebook, rules)
         jobs += [(notebook, params, setup, rule, seed) for setup in study.training_setups(notebook, params)
@@ -124,7 +124,7 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     and evaluations are not in it; NaN for a log from before epoch times were logged); and
     `hours_left`, its remaining epochs at that pace (at most: the plateau rule may stop it earlier;
     for a model not started, the pace of the others)."""
-    params = preset_parameters(preset, notebook)
+    params = load(notebook, preset)
     try:
         folder = study.results_dir(params["run"], create=False) / "checkpoints"
     except FileNotFoundError:  # nothing of this run yet (and asking must not create its folder)
@@ -203,7 +203,7 @@ def save_carry(preset, notebook: str, written: list | None = None) -> list[str]:
       (a carried copy trained for at least as many epochs is kept: it is what this machine would
       resume from; an equal one is the same checkpoint).
     - A model whose training ended here: its policy is exported to results/<run>/models/
-      (`eie.training.export_policy`: weights and epoch log, a quarter of the checkpoint; what
+      (`eie.checkpoints.export_policy`: weights and epoch log, a quarter of the checkpoint; what
       `train_models` and the evaluation read), unless an export there is this model's end already
       (`finished_training` accepts it), and its carried copy is deleted, which the export
       supersedes. An exported model cannot be trained further on another machine: raising
@@ -216,7 +216,7 @@ def save_carry(preset, notebook: str, written: list | None = None) -> list[str]:
     Returns one line per model whose files changed; the size in bytes of every file written is
     appended to `written`, if given (what the carry adds to the commits: `main` prints the sum)."""
     written = [] if written is None else written
-    params = preset_parameters(preset, notebook)
+    params = load(notebook, preset)
     status = training_status(preset, notebook)
     checkpoints, carry = study.results_dir(params["run"]) / "checkpoints", study.carry_folder(params["run"])
     models = study.models_folder(params["run"])
@@ -335,7 +335,8 @@ def main(argv=None) -> None:
                         help="with --cluster slurm:N, the share of a GPU one training job takes (e.g. 0.25)")
     args = parser.parse_args(argv)
     try:
-        load_preset(args.preset) if Path(args.preset).is_file() else preset_parameters(args.preset, args.notebooks[0])
+        for notebook in args.notebooks:
+            load(notebook, args.preset)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     if args.threads < 1:
@@ -364,7 +365,7 @@ def main(argv=None) -> None:
             print_status(args.preset, notebook)
         return None
     for notebook in args.notebooks:  # every notebook's parameters checked before hours of training start
-        params = preset_parameters(args.preset, notebook)
+        params = load(notebook, args.preset)
         try:
             check_seeds(params, notebook, args.seeds)
             check_rules(params, notebook, args.rules)
@@ -383,7 +384,7 @@ def main(argv=None) -> None:
         return None
     if args.evaluate:
         for notebook in args.notebooks:
-            params = preset_parameters(args.preset, notebook)
+            params = load(notebook, args.preset)
             for line in study.evaluate_finished(notebook, {**params, "progress": True}):
                 print(f"{notebook} {line}", flush=True)
         return None
@@ -391,7 +392,7 @@ def main(argv=None) -> None:
         run_worker(args.preset, args.notebooks, seeds=args.seeds, rules=args.rules)
         return None
     for notebook in args.notebooks:
-        params = preset_parameters(args.preset, notebook)
+        params = load(notebook, args.preset)
         references = study.compute_references(notebook, {**params, "progress": True})
         for setting, by_n in references.items():
             means = [f"n = {n}: {values.mean():.2f} ({len(values)} instances)" if len(values) else f"n = {n}: none"

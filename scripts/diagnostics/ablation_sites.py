@@ -10,7 +10,7 @@ import argparse
 import pandas as pd
 import torch
 
-from eie import study, worker
+from eie import experiments, extrapolation, study
 from eie.evaluation import fixed_test_set, greedy_costs
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -19,12 +19,12 @@ parser.add_argument("--n", type=int, default=800)
 args = parser.parse_args()
 
 torch.set_grad_enabled(False)
-preset = worker.preset_parameters("presets/cpu_paper.yaml", "03_train_tsp")
+preset = experiments.load("03_train_tsp", "presets/cpu_paper.yaml")
 name = f"tsp_inv_sqrt_d_n{preset['n_train']}_seed0"
 model = study.load_policies([name], run=preset["run"])[name]
 d = model.config.head_dim
 net, table = study.ensure_scales(d, preset["n_train"], preset["n_max"], run=preset["run"])  # the run's own
-plain, eie = study.bind_methods(["inv_sqrt_d", "eie"], d, preset["n_train"], net, table)
+plain, eie = extrapolation.bind_methods(["inv_sqrt_d", "eie"], d, preset["n_train"], net, table)
 instances = fixed_test_set(model.problem, args.n, args.instances, seed=1234)  # the notebooks' test_seed
 rows = []
 for method, sites, n_mode in [(plain, ("encoder", "glimpse"), "instance"), (eie, ("encoder", "glimpse"), "instance"),

@@ -30,9 +30,10 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from eie import checkpoints, experiments, study, training
 from eie import model as model_module
-from eie import study, training, worker
 from eie.model import ModelConfig
+from eie.threads import use_threads  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--checkpoint", nargs="*", default=[], help="trained checkpoints to read")
@@ -40,7 +41,7 @@ parser.add_argument("--train", nargs="*", default=[], choices=["plain", "centred
                     help="clips to train fresh models with")
 parser.add_argument("--steps", type=int, default=200)
 args = parser.parse_args()
-worker.use_threads(1)
+use_threads(1)
 
 clip = model_module.clipped_logits
 recorded = []
@@ -70,7 +71,7 @@ def read(model, instances) -> dict:
             "order_volume": float(torch.corrcoef(torch.stack([order, volumes.flatten()]))[0, 1])}
 
 
-params = worker.preset_parameters("presets/cpu_long_v2.yaml", "05_train_bpp")
+params = experiments.load("05_train_bpp", "presets/cpu_long_v2.yaml")
 setup = study.training_setups("05_train_bpp", params)[0]
 model_module.clipped_logits = recording
 instances = None
@@ -79,7 +80,7 @@ for path in args.checkpoint:
     model = training.load_trained(path)
     if instances is None:
         instances = model.problem.generate(128, 20, torch.Generator().manual_seed(123))
-    epoch = len(training.checkpoint_log(path))
+    epoch = len(checkpoints.checkpoint_log(path))
     print(path, f"epoch {epoch}:", {key: round(value, 4) for key, value in read(model, instances).items()})
 
 rows = []

@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from eie import worker
+from eie import experiments
+from eie.checkpoints import checkpoint_epochs
 from eie.evaluation import fixed_test_set, greedy_costs
-from eie.training import checkpoint_epochs, load_trained
+from eie.training import load_trained
 
 RUN = Path("results/cpu_long_v2")
 
@@ -59,7 +60,7 @@ def main():
     if args.samples < 1:
         raise SystemExit(f"--samples must be at least 1, got {args.samples}")
     torch.set_num_threads(1)
-    params = worker.preset_parameters(f"presets/{RUN.name}.yaml", "05_train_bpp")
+    params = experiments.load("05_train_bpp", f"presets/{RUN.name}.yaml")
     path = model_path(args.model)
     model = load_trained(path).eval()
     instance = fixed_test_set(model.problem, params["n_train"], params["test_size"])

@@ -13,12 +13,12 @@ import time
 
 import torch
 
-from eie import worker
+from eie.threads import use_threads  # noqa: E402
 from eie.training import TrainConfig, build_model
 
 argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
 
-worker.use_threads(1)
+use_threads(1)
 config = TrainConfig(problem="bpp", problem_options={"length": 120, "width": 100}, n_train=20, batch_size=64)
 torch.manual_seed(0)
 model = build_model(config, "cpu")

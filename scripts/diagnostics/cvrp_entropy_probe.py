@@ -12,7 +12,7 @@ import argparse
 import pandas as pd
 import torch
 
-from eie import probes, study, worker
+from eie import experiments, extrapolation, probes, study
 from eie.paths import results_dir
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
@@ -20,7 +20,7 @@ parser.add_argument("--instances", type=int, default=4, help="test instances per
 args = parser.parse_args()
 
 torch.set_grad_enabled(False)
-preset = worker.preset_parameters("presets/cpu_paper.yaml", "04_train_cvrp")
+preset = experiments.load("04_train_cvrp", "presets/cpu_paper.yaml")
 run, n_train, n_max = preset["run"], preset["n_train"], preset["n_max"]
 out = results_dir(run, create=False)
 folder = out / "models"
@@ -32,7 +32,7 @@ policies = study.load_policies(names.values(), run=run)
 d = next(iter(policies.values())).config.head_dim
 keys = ["inv_sqrt_d", "eie", "log_N"]
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
-methods = study.bind_methods(keys, d, n_train, net, table)
+methods = extrapolation.bind_methods(keys, d, n_train, net, table)
 
 frames = []
 for seed, name in names.items():

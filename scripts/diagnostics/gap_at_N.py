@@ -27,10 +27,11 @@ import pandas as pd
 import torch
 from scipy import stats
 
-from eie import worker
+from eie import experiments
+from eie.checkpoints import checkpoint_epochs, kept_policy
 from eie.evaluation import fixed_test_set, greedy_costs
 from eie.problems import make_problem
-from eie.training import checkpoint_epochs, kept_policy, load_trained
+from eie.training import load_trained
 
 RUN = Path("results/cpu_long_v2")
 
@@ -67,7 +68,7 @@ def tsp_gaps(size: int, paths: list[Path] | None = None) -> pd.DataFrame:
 
 
 def cvrp_gaps(size: int, reference_size: int) -> pd.DataFrame:
-    params = worker.preset_parameters(f"presets/{RUN.name}.yaml", "04_train_cvrp")
+    params = experiments.load("04_train_cvrp", f"presets/{RUN.name}.yaml")
     rows = []
     found = {int(path.name.split("_")[1][1:]) for path in trained_models("cvrp_C*_n20_seed*.pt")}
     for capacity in sorted(set(params["capacities"]) | found):  # and the unscaled C_v = 10, 15 of README "CVRP at N = 20"
@@ -90,7 +91,7 @@ def cvrp_gaps(size: int, reference_size: int) -> pd.DataFrame:
 
 
 def bpp_gaps() -> pd.DataFrame:
-    params = worker.preset_parameters(f"presets/{RUN.name}.yaml", "05_train_bpp")
+    params = experiments.load("05_train_bpp", f"presets/{RUN.name}.yaml")
     paths = trained_models(f"bpp_*_n{params['n_train']}_seed*.pt")
     if not paths:
         raise SystemExit(f"no bin-packing models in {RUN}/checkpoints or {RUN}/models: train them first")

@@ -24,13 +24,13 @@ from pathlib import Path
 
 import torch
 
-from eie import study, training, worker
+from eie import checkpoints, experiments, extrapolation, study, training
 
 NAME = "tsp_inv_sqrt_d_n20_seed0"
 
 
 def train(args):
-    params = worker.preset_parameters("presets/cpu_long_v2.yaml", "08_rivals")
+    params = experiments.load("08_rivals", "presets/cpu_long_v2.yaml")
     setup = next(iter(study.training_setups("08_rivals", params)))
     config = dataclasses.replace(training.TrainConfig(rule="inv_sqrt_d", seed=0, **setup["config"]),
                                  batch_size=args.batch_size, lr=args.lr, plateau_window=0, lr_drops=0)
@@ -45,7 +45,7 @@ def train(args):
             log = result.log
             print(f"epoch {epochs}: {time.perf_counter() - start:.0f} s, held-out greedy (mean of the last "
                   f"{args.round_epochs}) {log.eval_cost.iloc[-args.round_epochs:].mean():.4f}", flush=True)
-            training.export_policy(Path(scratch) / f"{NAME}.pt", out / "gpu_policy.pt")  # each round: a kill
+            checkpoints.export_policy(Path(scratch) / f"{NAME}.pt", out / "gpu_policy.pt")  # each round: a kill
             shutil.copy(Path(scratch) / f"{NAME}_log.csv", out / "gpu_log.csv")         # loses one round at most
     steps = epochs * config.steps_per_epoch
     print(f"{epochs} epochs, {steps} steps of batch {config.batch_size} ({steps * config.batch_size / 1e6:.2f} M "
@@ -66,8 +66,8 @@ def extrapolate(args):
     models = {("inv_sqrt_d", 0): training.load_trained(Path("results/cpu_long_v2/models") / f"{NAME}.pt"),
               ("inv_sqrt_d", 1): training.load_trained(args.policy)}  # "seed" 1 here: the GPU-trained model
     net, table = study.ensure_scales(16, 20, 320, run="cpu_long_v2")
-    methods = study.bind_methods(["inv_sqrt_d", "eie", "log_N"], d=16, N=20, net=net, table=table)
-    results, _, _ = study.evaluate(models, methods, 20, 320, test_size=512, reference_size=0, chunk=128,
+    methods = extrapolation.bind_methods(["inv_sqrt_d", "eie", "log_N"], d=16, N=20, net=net, table=table)
+    results, _, _ = extrapolation.evaluate(models, methods, 20, 320, test_size=512, reference_size=0, chunk=128,
                                    device="cpu", progress=True)
     results["model"] = results.seed.map({0: "CPU, plateau recipe", 1: "GPU budget probe"})
     table = results[results.method != "reference"].pivot_table(index=["model", "method"], columns="n",
@@ -90,7 +90,7 @@ def figure(args):
                          Path("results/cpu_long_v2/models") / f"{NAME}.pt"),
                         ("GPU probe, batch 512, lr 1e-4", Path(args.policy))]:
         config = torch.load(path, weights_only=False)["config"]
-        log = training.checkpoint_log(path)
+        log = checkpoints.checkpoint_log(path)
         millions = log.epoch * config["steps_per_epoch"] * config["batch_size"] / 1e6
         ax.plot(millions, log.eval_cost.rolling(20, min_periods=1).mean(), label=label)
     ax.set_xlabel("training instances seen (millions)")

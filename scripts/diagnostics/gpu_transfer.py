@@ -24,8 +24,8 @@ import tarfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+from eie.checkpoints import install_checkpoint  # noqa: E402
 from eie.files import load_tensors  # noqa: E402
-from eie.training import install_checkpoint  # noqa: E402
 
 RUN = Path(__file__).resolve().parents[2] / "results" / "cpu_long_v2"
 FILES, FILE_BYTES, TOTAL_BYTES, TAR_BYTES = 8, 16 * 2**20, 63 * 2**20, 15 * 2**20

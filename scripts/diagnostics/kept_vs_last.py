@@ -19,9 +19,10 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from eie import worker
+from eie import experiments
+from eie.checkpoints import checkpoint_epochs, read_checkpoint
 from eie.evaluation import fixed_test_set, greedy_costs
-from eie.training import _read_checkpoint, checkpoint_epochs, load_trained
+from eie.training import load_trained
 
 argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
 
@@ -30,7 +31,7 @@ RUN = Path("results/cpu_long_v2")
 
 def both_policies(path: Path):
     """(last policy, baseline policy, epoch the baseline was taken) of the checkpoint at `path`."""
-    payload = _read_checkpoint(path)
+    payload = read_checkpoint(path)
     last, baseline = load_trained(path), load_trained(path)
     last.load_state_dict(payload["model"])
     baseline.load_state_dict(payload["baseline"])
@@ -40,7 +41,7 @@ def both_policies(path: Path):
 
 def main():
     torch.set_num_threads(1)
-    bpp = worker.preset_parameters(f"presets/{RUN.name}.yaml", "05_train_bpp")
+    bpp = experiments.load("05_train_bpp", f"presets/{RUN.name}.yaml")
     rows = []
     for path in sorted((RUN / "checkpoints").glob("*_n20_seed*.pt")):
         last, baseline, baseline_epoch = both_policies(path)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from eie import study, training, worker
+from eie import experiments, study, training
 from eie.files import save_atomic
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -44,7 +44,7 @@ parser.add_argument("--notebook", default="08_rivals", help="whose model: 08_riv
 args = parser.parse_args()
 torch.set_num_threads(1)
 
-params = worker.preset_parameters("presets/cpu_long_v2.yaml", args.notebook)
+params = experiments.load(args.notebook, "presets/cpu_long_v2.yaml")
 setup = next(iter(study.training_setups(args.notebook, params)))
 problem = setup["config"]["problem"]
 name = f"{problem}{setup['tag']}_{args.rule}_n{params['n_train']}_seed{args.seed}"

@@ -22,12 +22,11 @@ What differs between problems and what the rest of the study asks of them:
 - reporting: `maximise` (the reported objective is -cost and higher is better), `setting` (the
   label of this instance of the problem in tables and checkpoint names: "" or "C10" or "120x100"),
   `reference_name` and `reference_costs(instance, **options)` (the classical solver every gap is
-  measured against), `result_files` (the table and per-instance files a run writes);
-- its study: `notebook` (the training notebook that runs it), `settings(params)` (the problem
-  settings that notebook trains, read from its parameters) and `reference_parameters` (which notebook
-  parameters reach `reference_costs`).
+  measured against), `result_files` (the table and per-instance files a run writes).
 
-A fourth problem is one module subclassing `Problem` plus one line in `eie.problems.PROBLEMS`.
+A problem knows the problem only; which of its settings a study trains, with which learning rate,
+is the experiment's (`eie.experiments`). A fourth problem is one module subclassing `Problem`, one
+line in `eie.problems.PROBLEMS`, and its training experiment.
 """
 
 from __future__ import annotations
@@ -107,19 +106,6 @@ class Problem:
     objective_name: str = "cost"  # what the tables report, e.g. "tour length"
     maximise: bool = False
     reference_name: str = "reference"
-    notebook: str = ""  # the training notebook that runs this problem, e.g. "03_train_tsp"
-    other_notebooks: tuple = ()  # notebooks that train it too, with the same settings (TSP: "08_rivals")
-    reference_parameters: dict = {}  # option of `reference_costs` -> the notebook parameter that gives it
-
-    @classmethod
-    def settings(cls, params: dict) -> list[tuple[dict, float]]:
-        """The settings the training notebook trains, each (constructor options, learning rate), from
-        its checked parameters. Default: one setting, no options, `params["lr"]`."""
-        return [({}, params["lr"])]
-
-    def reference_options(self, params: dict) -> dict:
-        """The keyword arguments of `reference_costs` given by the notebook's parameters."""
-        return {option: params[name] for option, name in self.reference_parameters.items()}
 
     @property
     def setting(self) -> str:

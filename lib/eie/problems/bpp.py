@@ -235,12 +235,6 @@ class BPP(Problem):
     maximise = True  # the reported objective (load rate) is -cost
     reference_name = "best heuristic"
     result_files = ("bpp.csv", "bpp_instance_load_rates.npz")
-    notebook = "05_train_bpp"
-
-    @classmethod
-    def settings(cls, params: dict) -> list[tuple[dict, float]]:
-        """One setting per bin footprint L x W."""
-        return [({"length": int(length), "width": int(width)}, params["lr"]) for length, width in params["bins"]]
 
     def __init__(self, length: int = 120, width: int = 100):
         if not (MAX_EDGE <= length <= 1000 and MAX_EDGE <= width <= 1000):

@@ -109,14 +109,6 @@ class CVRP(Problem):
     name = "cvrp"
     objective_name = "total distance"
     reference_name = "HGS"
-    notebook = "04_train_cvrp"
-    reference_parameters = {"iterations": "hgs_iterations", "time_limit": "hgs_time_limit"}
-
-    @classmethod
-    def settings(cls, params: dict) -> list[tuple[dict, float]]:
-        """One setting per vehicle capacity, each with its own learning rate (`lr_by_capacity`)."""
-        return [({"capacity": c, "size_counts_depot": params["size_counts_depot"]}, params["lr_by_capacity"][c])
-                for c in params["capacities"]]
 
     def __init__(self, capacity: float = 10.0, size_counts_depot: bool = False):
         if capacity <= 1:

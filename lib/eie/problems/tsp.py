@@ -76,9 +76,6 @@ class TSP(Problem):
     name = "tsp"
     objective_name = "tour length"
     reference_name = "LKH"
-    notebook = "03_train_tsp"
-    other_notebooks = ("08_rivals",)
-    reference_parameters = {"runs": "lkh_runs"}
     instance_fields = {"coords": (2, "float")}
 
     def generate(self, batch: int, n: int, generator: torch.Generator | None = None, device="cpu") -> dict:
