@@ -9,7 +9,7 @@ from typing import ClassVar
 import pytest
 import yaml
 
-from eie import comparison, experiments, findings, methods, scaling, study, training, worker
+from eie import comparison, experiments, findings, methods, paths, scaling, study, training, worker
 from eie.paper import in_table_order
 from eie.problems import PROBLEMS, TSP
 
@@ -44,8 +44,12 @@ def extended(tmp_path, monkeypatch):
     methods.register(methods.Method("sharper", "sharper", "sharper", "#8c564b",
                                     lambda d, **_: scaling.ScalingRule("sharper", d, lambda n: n * 0 + 1.25 / math.sqrt(d)),
                                     applied_to="inv_sqrt_d", linestyle=":"))
-    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: (tmp_path / run).mkdir(
-        parents=True, exist_ok=True) or tmp_path / run)
+    def results_dir(run="default", create=True):
+        (tmp_path / run).mkdir(parents=True, exist_ok=True)
+        return tmp_path / run
+
+    for module in (study, paths):  # the run's folders, and where its EIE net and lambda* table are kept
+        monkeypatch.setattr(module, "results_dir", results_dir)
     yield tmp_path
     methods.unregister("sharper")
 
