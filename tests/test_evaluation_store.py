@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from eie import evaluation_store, extrapolation, study
+from eie import evaluation_store, extrapolation
 from eie.evaluation_store import EvaluationStore, model_fingerprint
 from eie.paths import repo_root
 from eie.problems import TSP
@@ -58,7 +58,7 @@ def test_a_rerun_reads_every_finished_piece_and_recomputes_what_changed(tmp_path
     def must_not_run(*args, **kwargs):
         raise AssertionError("a finished piece was computed again")
 
-    monkeypatch.setattr(study, "greedy_costs", must_not_run)
+    monkeypatch.setattr(extrapolation, "greedy_costs", must_not_run)
     monkeypatch.setattr(TSP, "reference_costs", must_not_run)
     again, objectives_again, references_again = _evaluate(models, store)
     assert again.equals(first)
@@ -67,8 +67,8 @@ def test_a_rerun_reads_every_finished_piece_and_recomputes_what_changed(tmp_path
 
     monkeypatch.undo()
     computed = []
-    real_greedy = study.greedy_costs
-    monkeypatch.setattr(study, "greedy_costs", lambda *a, **k: computed.append(1) or real_greedy(*a, **k))
+    real_greedy = extrapolation.greedy_costs
+    monkeypatch.setattr(extrapolation, "greedy_costs", lambda *a, **k: computed.append(1) or real_greedy(*a, **k))
     monkeypatch.setattr(TSP, "reference_costs", must_not_run)
     with torch.no_grad():  # other weights: every piece of the model is computed again, the references are read
         next(models[("inv_sqrt_d", 0)].parameters())[0, 0] += 0.1
@@ -86,8 +86,8 @@ def test_the_model_and_problem_settings_are_part_of_a_pieces_key(tmp_path, monke
     store = EvaluationStore(tmp_path)
     _evaluate(models, store)
     computed = []
-    real_greedy = study.greedy_costs
-    monkeypatch.setattr(study, "greedy_costs", lambda *a, **k: computed.append(1) or real_greedy(*a, **k))
+    real_greedy = extrapolation.greedy_costs
+    monkeypatch.setattr(extrapolation, "greedy_costs", lambda *a, **k: computed.append(1) or real_greedy(*a, **k))
     models[("inv_sqrt_d", 0)].attention.n_mode = "unmasked"
     unmasked, _, _ = _evaluate(models, store)
     assert len(computed) == 4  # 2 methods x n = 6, 12

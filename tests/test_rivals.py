@@ -9,7 +9,7 @@ import torch
 
 from eie import experiments, extrapolation, methods, receptive_field, rivals, run_checks, scaling, study, tsplib
 from eie.attention import Attention, AttentionContext
-from eie.evaluation import greedy_costs
+from eie.evaluation import fixed_test_set, greedy_costs
 from eie.evaluation_store import EvaluationStore
 from eie.experiments import configure as check_parameters
 from eie.position_attention import AxialRoPE, DistanceBias, alibi_slopes, rope_frequencies
@@ -129,7 +129,7 @@ def test_rescaling_sweep_includes_factor_one_as_the_plain_model():
     torch.manual_seed(0)
     models = {("inv_sqrt_d", 0): build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()}
     sweep = rivals.rescaling_sweep(models, ["inv_sqrt_d"], [1.0, 2.0], 10, 20, 6, progress=False)
-    instances = study.fixed_test_set(TSP(), 20, 6)
+    instances = fixed_test_set(TSP(), 20, 6)
     at_one = sweep[(sweep.n == 20) & (sweep.factor == 1.0)].objective.item()
     assert at_one == pytest.approx(float(greedy_costs(models[("inv_sqrt_d", 0)], instances).mean()))
     best = rivals.best_factors(sweep)
@@ -146,7 +146,7 @@ def test_rescaling_sweep_resumes_from_the_evaluation_store(tmp_path, monkeypatch
     def must_not_run(*args, **kwargs):
         raise AssertionError("a finished piece of the sweep was computed again")
 
-    monkeypatch.setattr(study, "greedy_costs", must_not_run)
+    monkeypatch.setattr(extrapolation, "greedy_costs", must_not_run)
     assert rivals.rescaling_sweep(models, ["inv_sqrt_d"], [1.0, 2.0], 10, 20, 6, progress=False, store=store).equals(first)
     with pytest.raises(AssertionError, match="computed again"):  # a new factor is a new piece
         rivals.rescaling_sweep(models, ["inv_sqrt_d"], [1.5], 10, 20, 6, progress=False, store=store)

@@ -10,7 +10,9 @@ import torch
 import yaml
 from script_module import script_module
 
-from eie import experiments, study, training, worker
+from eie import experiments, extrapolation, study, training, worker
+from eie.checkpoints import checkpoint_epochs
+from eie.evaluation_store import model_fingerprint
 from eie.files import exclusive
 
 
@@ -347,7 +349,7 @@ def test_save_carry_keeps_a_carried_checkpoint_further_than_a_model_finished_her
     capsys.readouterr()
     worker.main([str(preset), "03_train_tsp", "--save-carry"])
     assert "nothing to save" in capsys.readouterr().out
-    assert checkpoints.checkpoint_epochs(carry / f"{name}.pt") == 3 and not (tmp_path / "tiny" / "models").exists()
+    assert checkpoint_epochs(carry / f"{name}.pt") == 3 and not (tmp_path / "tiny" / "models").exists()
 
 
 def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_further_carried_one(tmp_path, monkeypatch,
@@ -366,7 +368,7 @@ def test_a_machine_that_comes_back_with_an_older_checkpoint_resumes_from_the_fur
     worker.main([str(preset), "03_train_tsp", "--save-carry"])
     out = capsys.readouterr().out
     assert "nothing to save" in out and "2 epochs, this machine's 1" in out
-    assert checkpoints.checkpoint_epochs(carry / f"{name}.pt") == 2  # not overwritten by the older one
+    assert checkpoint_epochs(carry / f"{name}.pt") == 2  # not overwritten by the older one
     worker.run_worker(preset, "03_train_tsp")
     assert "resuming after epoch 2 from the checkpoint carried" in capsys.readouterr().out
     log = pd.read_csv(checkpoints / f"{name}_log.csv")
@@ -447,12 +449,12 @@ def test_a_model_finished_elsewhere_is_not_trained_on_from_an_unfinished_checkpo
     worker.run_worker(preset, "03_train_tsp")
     assert (f"{name}: trained to the end already, read from {exported} (this machine's unfinished checkpoint, "
             "1 epochs, is left as it is)") in capsys.readouterr().out
-    assert checkpoints.checkpoint_epochs(checkpoints / f"{name}.pt") == 1  # not trained on
+    assert checkpoint_epochs(checkpoints / f"{name}.pt") == 1  # not trained on
     read, _ = study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, **setup["config"])
     assert all(torch.equal(read[("inv_sqrt_d", 0)].state_dict()[key], value) for key, value in finished.items())
     # the notebook's export step keeps the finished export, not this machine's older checkpoint
     assert study.export_policies([name], run="tiny") == [exported]
-    assert checkpoints.checkpoint_epochs(exported) == 2
+    assert checkpoint_epochs(exported) == 2
     assert all(torch.equal(torch.load(exported, weights_only=True)["model"][key], value)
                for key, value in finished.items())
 
@@ -480,24 +482,24 @@ def test_finished_models_are_evaluated_beside_the_training_and_read_back_by_the_
     params = experiments.load("03_train_tsp", preset)
     worker.run_worker(preset, "03_train_tsp", seeds=[0])  # seed 1 not trained yet
     decoded = []
-    real_greedy_costs = study.greedy_costs
+    real_greedy_costs = extrapolation.greedy_costs
 
     def recording(model, instances, method, **options):
-        decoded.append((study.model_fingerprint(model), method.key, next(iter(instances.values())).shape[1]))
+        decoded.append((model_fingerprint(model), method.key, next(iter(instances.values())).shape[1]))
         return real_greedy_costs(model, instances, method, **options)
 
-    monkeypatch.setattr(study, "greedy_costs", recording)
+    monkeypatch.setattr(extrapolation, "greedy_costs", recording)
     worker.main([str(preset), "03_train_tsp", "--evaluate"])
     out = capsys.readouterr().out
     assert "2 of 2 methods evaluated on 1 finished model(s); not finished: inv_sqrt_d seed 1" in out
     assert not (tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed1.pt").exists()  # nothing trained
-    seed0 = study.model_fingerprint(study.finished_models("03_train_tsp", params)[""][("inv_sqrt_d", 0)])
+    seed0 = model_fingerprint(study.finished_models("03_train_tsp", params)[""][("inv_sqrt_d", 0)])
     assert sorted(decoded) == sorted((seed0, key, n) for key in ("inv_sqrt_d", "log_N") for n in (6, 12))
     decoded.clear()
     worker.run_worker(preset, "03_train_tsp")  # seed 1 trains; the notebook decodes only its pieces
     models, _ = study.train_problem("03_train_tsp", params)
     results, _, _ = study.evaluate_problem("03_train_tsp", params, models)
-    seed1 = study.model_fingerprint(models[""][("inv_sqrt_d", 1)])
+    seed1 = model_fingerprint(models[""][("inv_sqrt_d", 1)])
     assert sorted(decoded) == sorted((seed1, key, n) for key in ("inv_sqrt_d", "log_N") for n in (6, 12))
     assert sorted(set(results.seed)) == [-1, 0, 1] and results.objective.notna().all()
     decoded.clear()

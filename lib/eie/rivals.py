@@ -16,8 +16,8 @@ import torch
 
 from .evaluation import extrapolation_lengths, fixed_test_set, greedy_costs
 from .evaluation_store import EvaluationStore
+from .extrapolation import evaluate
 from .methods import BoundMethod, Method
-from .study import evaluate
 
 
 def fixed_factor(model_key: str, factor: float, rule) -> BoundMethod:
