@@ -90,6 +90,8 @@ def test_the_suggested_learning_rate_override_works():
     ("03_train_tsp", {"device": "foo"}, r"device = 'foo'.*'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'"),
     ("03_train_tsp", {"n_train": 1}, r"n_train = 1 is invalid \(below 2\)"),
     ("03_train_tsp", {"n_max": 20}, r"n_max must be larger than n_train"),
+    ("03_train_tsp", {"dim": 100}, r"dim = 100 must be a multiple of heads = 8"),
+    ("03_train_tsp", {"normalization": "group"}, r"normalization = 'group' is invalid.*'layer', 'batch'"),
     ("03_train_tsp", {"rules": ["eie"]}, r"rules = \['eie'\] is invalid"),
     ("03_train_tsp", {"run": "../../tmp/x"}, r"run = '../../tmp/x' is invalid"),
     ("05_train_bpp", {"bins": [120, 100]}, r"bins = \[120, 100\] is invalid \(entry 120: not a list\)"),

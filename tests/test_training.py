@@ -333,3 +333,20 @@ def test_centred_pointer_clip_ignores_a_common_shift(tmp_path):
     assert load_trained(result.checkpoint).config.pointer_clip == "centred"
     with pytest.raises(ValueError, match="different settings"):
         train(TrainConfig(epochs=2, **SMALL), tmp_path, progress=False, device="cpu")
+
+
+def test_a_batchnorm_encoder_trains_decodes_and_keeps_the_layernorm_checkpoints_key(tmp_path):
+    """`normalization = "batch"`: BatchNorm over every node (batch statistics while training, running
+    ones at test time); a LayerNorm model's resume key is the one its checkpoints were written with."""
+    from eie.model import ModelConfig, NodeBatchNorm
+
+    config = TrainConfig(rule="inv_sqrt_d", epochs=1, model=ModelConfig(normalization="batch"), **SMALL)
+    result = train(config, tmp_path, progress=False)
+    norms = [m for m in result.model.modules() if isinstance(m, NodeBatchNorm)]
+    assert len(norms) == 2 * config.model.layers and all(int(m.num_batches_tracked) > 0 for m in norms)
+    instance = result.model.problem.generate(3, 8, torch.Generator().manual_seed(0))
+    first = greedy_cost(result.model, instance)
+    assert torch.equal(first, greedy_cost(result.model, instance))  # eval mode: running statistics, no update
+    assert load_trained(result.checkpoint).state_dict().keys() == result.model.state_dict().keys()
+    assert "normalization" not in TrainConfig(**SMALL).resume_key()["model"]
+    assert config.resume_key()["model"]["normalization"] == "batch"

@@ -217,6 +217,10 @@ class Training(Experiment):
     lr_drops: int = setting(0, integer(0, example=0), "K > 0: the first K plateaus lower the learning rate instead")
     lr_drop_factor: float = setting(0.25, number(above=0, at_most=0.99, example=0.25), "... multiplying it by this")
     warmup_epochs: int = setting(0, integer(0, example=0), "W > 0: the first W epochs use an exponential baseline")
+    dim: int = setting(128, integer(8, 128), "the model's width (head size d = dim / heads)")
+    heads: int = setting(8, integer(1, 8))
+    layers: int = setting(3, integer(1, 3), "encoder layers")
+    ff_hidden: int = setting(512, integer(1, 512), "the encoder's feed-forward width")
     pointer_clip: str = setting("plain", one_of(*POINTER_CLIPS), "'centred': C tanh(u - mean u) (eie.model)")
     normalization: str = setting("layer", one_of(*NORMALIZATIONS),
                                  "the encoder's: 'layer' (the paper's) or 'batch' (Kool et al.'s code)")
@@ -237,6 +241,8 @@ class Training(Experiment):
             if key in methods.keys() and not methods.applies_to(key, self.problem):
                 problems.append(f"{key!r} does not apply to {self.problem} (only to {', '.join(methods.problems_for(key))}):"
                                 f" drop it from {'rules' if key in self.rules else 'training_free'} for {self.notebook}")
+        if self.dim % self.heads:
+            problems.append(f"dim = {self.dim} must be a multiple of heads = {self.heads} (head size d = dim / heads)")
         for key in self.seeds_by_rule:
             if key not in self.rules:
                 problems.append(f"seeds_by_rule names {key!r}, which rules does not include: add {key!r} to rules or "
