@@ -144,7 +144,7 @@ class EntropyAnalysis(Experiment):
     notebook: ClassVar[str] = "01_entropy_analysis"
     settings: list[list[int]] = setting([[16, 100, 1600], [32, 120, 1920]], SETTINGS, "[d, N (training length), N_max]")
     rules: list[str] = setting(["inv_sqrt_d", "ln_sqrt_d", "ln_d", "log_N", "ssmax"],
-                          list_of(method_key(None, exclude=("eie", "exact")), ["inv_sqrt_d"], unique=True))
+                               list_of(method_key(None, exclude=("eie", "exact")), ["inv_sqrt_d"], unique=True))
     samples: int = setting(2048, integer(64, 2048), "Monte-Carlo rows per (n, lambda)")
     curve_points: int = setting(30, integer(2, 30), "n values per curve")
     eq21_samples: int = setting(16, integer(2, 16), "draws of (X, W_Q, W_K) for Eq. 21")
@@ -195,13 +195,14 @@ class Training(Experiment):
     n_train: int = setting(20, integer(2, 20), "training length N")
     n_max: int = setting(160, integer(3, 160), "test at N, 2N, 4N, ... up to n_max")
     rules: list[str] = setting(["inv_sqrt_d", "ln_d", "ln_sqrt_d"],
-                          list_of(method_key(trained=True), ["inv_sqrt_d"], unique=True), "trained with these scales")
+                               list_of(method_key(trained=True), ["inv_sqrt_d"], unique=True),
+                               "trained with these scales")
     training_free: list[str] = setting(["eie", "exact", "log_N"],
-                                  list_of(method_key(trained=False), ["eie"], nonempty=False, unique=True),
-                                  "applied to the model they name (inv_sqrt_d) at test time")
+                                       list_of(method_key(trained=False), ["eie"], nonempty=False, unique=True),
+                                       "applied to the model they name (inv_sqrt_d) at test time")
     seeds: list[int] = setting([0, 1], SEEDS)
     seeds_by_rule: dict[str, list[int]] = setting({}, mapping(method_key(trained=True), SEEDS, {"ln_d": [0]}),
-                                  "other seeds for some rules, e.g. {ln_d: [0]}; the others use seeds")
+                                                  "other seeds for some rules, e.g. {ln_d: [0]}; the others use seeds")
     epochs: int = setting(4, integer(1, 4))
     steps_per_epoch: int = setting(10, integer(1, 10))
     batch_size: int = setting(64, integer(1, 64))
@@ -226,7 +227,7 @@ class Training(Experiment):
                                  "the encoder's: 'layer' (the paper's) or 'batch' (Kool et al.'s code)")
     final_policy: str = setting("last", one_of(*FINAL_POLICIES), "what a finished model keeps: 'last' or 'baseline'")
     sites: list[str] = setting(list(SITES), list_of(one_of(*SITES), list(SITES), unique=True),
-                          "which softmaxes take lambda(n)")
+                               "which softmaxes take lambda(n)")
     n_mode: str = setting("instance", one_of(*N_MODES), "n the rules see while decoding")
     test_size: int = setting(256, integer(1, 256))
     test_seed: int = setting(1234, integer(0, 1234))
@@ -289,10 +290,10 @@ class CVRPTraining(Training):
     problem: ClassVar[str] = "cvrp"
     cell: ClassVar[tuple] = ("n_train", "n_max", "capacities", "seeds", "epochs", "device", "progress", "run")
     capacities: list[int] = setting([10, 20], list_of(integer(2, 10), [10, 20], unique=True),
-                               "vehicle capacities C_v, one set of models each")
+                                    "vehicle capacities C_v, one set of models each")
     lr_by_capacity: dict[int, float] = setting({10: 1e-4, 15: 5e-5, 20: 5e-5},
-                                   mapping(integer(2), number(above=0), {10: 1e-4, 20: 5e-5}),
-                                   "the learning rate of each capacity (the paper's)")
+                                               mapping(integer(2), number(above=0), {10: 1e-4, 20: 5e-5}),
+                                               "the learning rate of each capacity (the paper's)")
     size_counts_depot: bool = setting(False, flag(), "whether the n the rules see counts the depot")
     test_size: int = setting(128, integer(1, 256))
     reference_size: int = setting(16, integer(0, 32), "HGS on the first instances of each n")
@@ -328,8 +329,9 @@ class BPPTraining(Training):
     problem: ClassVar[str] = "bpp"
     n_train: int = setting(10, integer(2, 20), "training length N (boxes)")
     n_max: int = setting(40, integer(3, 160), "test at N, 2N, 4N, ... up to n_max")
-    bins: list[list[int]] = setting([[120, 100]], list_of(list_of(integer(50), [120, 100], length=2), [[120, 100]], unique=True),
-                         "bin footprints L x W, one set of models each")
+    bins: list[list[int]] = setting([[120, 100]],
+                                    list_of(list_of(integer(50), [120, 100], length=2), [[120, 100]], unique=True),
+                                    "bin footprints L x W, one set of models each")
     epochs: int = setting(2, integer(1, 4))
     steps_per_epoch: int = setting(3, integer(1, 10))
     batch_size: int = setting(16, integer(1, 64))
@@ -349,22 +351,22 @@ class RivalsTraining(TSPTraining):
 
     notebook: ClassVar[str] = "08_rivals"
     rules: list[str] = setting(["inv_sqrt_d", "ssmax", "dist_bias", "rope", "ptrnet"],
-                          list_of(method_key(trained=True), ["inv_sqrt_d"], unique=True), "trained at N")
+                               list_of(method_key(trained=True), ["inv_sqrt_d"], unique=True), "trained at N")
     training_free: list[str] = setting(
-        ["eie", "exact", "log_N", "rescale", "eie_rescale", "rescale_dist_bias", "eie_dist_bias", "eie_rope",
-         "bias_rescale", "eie_bias_rescale", "rope_rescale"],
-        list_of(method_key(trained=False), ["eie"], nonempty=False, unique=True), "applied at test time")
+             ["eie", "exact", "log_N", "rescale", "eie_rescale", "rescale_dist_bias", "eie_dist_bias", "eie_rope",
+              "bias_rescale", "eie_bias_rescale", "rope_rescale"],
+             list_of(method_key(trained=False), ["eie"], nonempty=False, unique=True), "applied at test time")
     test_size: int = setting(128, integer(1, 256))
     reference_size: int = setting(16, integer(0, 32), "LKH on the first instances of each n")
     max_gap_at_n_train: float = setting(150.0, number(above=0, example=90.0),
                                         "run check: within this % of LKH at N (the Pointer Network learns slowest)")
     alpha: float = setting(0.05, number(above=0, at_most=0.5, example=0.05), "paired tests, Holm-corrected")
     rescale_factors: list[float] = setting([1.0, 1.25, 1.5, 2.0, 3.0],
-                                    list_of(number(above=0, example=1.5), [1.0, 1.5, 2.0], unique=True),
-                                    "fixed coordinate factors of the sweep")
+                                           list_of(number(above=0, example=1.5), [1.0, 1.5, 2.0], unique=True),
+                                           "fixed coordinate factors of the sweep")
     sweep_models: list[str] = setting(["inv_sqrt_d", "dist_bias"],
-                                 list_of(method_key(trained=True), ["inv_sqrt_d", "dist_bias"], unique=True),
-                                 "the models the sweep rescales (those in rules)")
+                                      list_of(method_key(trained=True), ["inv_sqrt_d", "dist_bias"], unique=True),
+                                      "the models the sweep rescales (those in rules)")
     permutation_orderings: int = setting(3, integer(1, 2), "random input orders per instance")
     permutation_instances: int = setting(32, integer(1, 32))
     probe_instances: int = setting(4, integer(1, 4), "test instances whose attention rows are measured")
@@ -406,8 +408,8 @@ class Appendix(Experiment):
     n_max: int = setting(320, integer(3, 320), "probe at N, 2N, ... up to n_max")
     seed: int = setting(0, integer(0), "which training seed's models")
     rules: list[str] = setting(["inv_sqrt_d", "ln_d", "ln_sqrt_d"],
-                          list_of(one_of("inv_sqrt_d", "ln_d", "ln_sqrt_d"), ["inv_sqrt_d", "ln_d"], unique=True),
-                          "the trained rules whose models the run has (inv_sqrt_d required)")
+                               list_of(one_of("inv_sqrt_d", "ln_d", "ln_sqrt_d"), ["inv_sqrt_d", "ln_d"], unique=True),
+                               "the trained rules whose models the run has (inv_sqrt_d required)")
     instances: int = setting(16, integer(1, 16), "test instances per n for the entropy measurements")
     permutation_instances: int = setting(4, integer(1, 4), "test instances per n for the Theorem 1 check")
     js_instances: int = setting(64, integer(1, 64), "instances at the training length for Figure 6")
@@ -438,8 +440,9 @@ class LambdaSweeps(Experiment):
 
 
 # TrainConfig fields an experiment does not pass as such: the problem and its options come from the
-# experiment's problem settings (with their learning rate), the rule and seed from the model's place in
-# the grid, the model from `pointer_clip`; `alpha` (the baseline's test level) keeps TrainConfig's value.
+# experiment's problem settings (with their learning rate), the rule and seed from the model's place
+# in the grid, the model from the experiment's `ModelConfig` settings (`model_config`); `alpha` (the
+# baseline's test level) keeps TrainConfig's value.
 _NOT_OPTIONS = {"problem", "problem_options", "rule", "seed", "model", "lr", "alpha"}
 
 
