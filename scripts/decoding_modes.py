@@ -9,7 +9,8 @@ over the 8 symmetries of the square. `--factors` adds a constant lambda = f/sqrt
 sweep's best factor, say). The test instances are the first `--instances` of the run's own test set
 at each n. Each finished (setting, seed, n, mode) is appended to results/<run>/decoding_modes.csv as
 it ends, so an interrupted run resumes where it stopped; then the seed-level table of each method
-against 1/sqrt(d) per mode and n is written to results/<run>/decoding_modes.md.
+against 1/sqrt(d) per mode and n is written to results/<run>/decoding_modes.md, and its figure to
+figures/decoding_modes_<run>.png (`eie.plotting.decoding_modes_figure`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
-from eie import experiments, extrapolation, study  # noqa: E402
+from eie import experiments, extrapolation, plotting, study  # noqa: E402
 from eie.decoding import constant_factor, mode_costs, parse_mode  # noqa: E402
 from eie.evaluation import fixed_test_set  # noqa: E402
 from eie.methods import label  # noqa: E402
@@ -125,6 +126,10 @@ def main() -> int:
     problem = study.training_setups(args.notebook, params)[0]["config"]["problem"]
     text = report(csv, make_problem(problem).maximise)
     csv.with_suffix(".md").write_text(text + "\n")
+    plotting.apply_style()
+    frame = pd.read_csv(csv, dtype={"setting": str}, keep_default_na=False)
+    figure = plotting.decoding_modes_figure(frame, maximise=make_problem(problem).maximise)
+    print(f"figure: {plotting.save_figure(figure, 'decoding_modes', params['run'])}")
     print(text)
     return 0
 

@@ -1,11 +1,14 @@
 """Decoding modes: best of K samples and the 8 symmetries of the square."""
 
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from eie import methods
 from eie.decoding import SYMMETRIES, constant_factor, mode_costs, parse_mode, symmetric
 from eie.evaluation import greedy_costs
+from eie.plotting import decoding_modes_figure
 from eie.training import TrainConfig, build_model
 
 
@@ -49,3 +52,21 @@ def test_a_constant_factor_scales_the_rule(tsp_model):
     assert doubled.rule(100) == pytest.approx(2 * plain.rule(100))
     instance = dict(tsp_model.problem.generate(3, 10, torch.Generator().manual_seed(0)))
     assert mode_costs(tsp_model, instance, doubled, "greedy").shape == (3,)
+
+
+def test_the_decoding_modes_figure_draws_each_seeds_effect_and_their_mean():
+    rows = []
+    for seed, eie_effect in enumerate((-2.0, -1.0, 0.0)):
+        for mode, level in (("greedy", 10.0), ("sample16", 11.0)):
+            rows.append({"setting": "", "seed": seed, "n": 200, "mode": mode, "method": "inv_sqrt_d", "mean": level})
+            rows.append({"setting": "", "seed": seed, "n": 200, "mode": mode, "method": "eie",
+                         "mean": level * (1 + eie_effect / 100)})
+    fig = decoding_modes_figure(pd.DataFrame(rows))
+    mode_itself, greedy, sampled = fig.axes
+    assert [ax.get_title() for ax in fig.axes] == ["the mode itself", "greedy", "sample16"]
+    seeds = greedy.get_lines()[0].get_ydata()  # the per-seed points come first
+    assert np.allclose(sorted(seeds), [-2.0, -1.0, 0.0])
+    mean_line = next(line for line in greedy.get_lines() if line.get_marker() == "s")
+    assert np.allclose(mean_line.get_ydata(), [-1.0])
+    mode_mean = next(line for line in mode_itself.get_lines() if line.get_marker() == "s")
+    assert np.allclose(mode_mean.get_ydata(), [10.0])  # sampling 11 against greedy 10: +10 %
