@@ -16,7 +16,7 @@
 # ---
 
 # %% [markdown] tags=[]
-# # 10 · Which attention scale does a trained model want?
+# # 10 · Which attention scale does a trained model want, and under which decoding?
 #
 # EIE chooses λ(n) so that the attention entropy at n equals its value at the training length. Is that
 # the scale the trained 1/√d model works best with? A **λ sweep** answers it directly: decode the
@@ -39,11 +39,11 @@ import re
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from eie import lambda_sweep
+from eie import decoding_modes, lambda_sweep
 from eie.comparison import markdown_table
 from eie.experiments import configure
 from eie.paths import results_dir
-from eie.plotting import apply_style, save_figure
+from eie.plotting import apply_style, decoding_modes_figure, save_figure
 from eie.problems import PROBLEMS
 
 globals().update(configure("10_lambda_sweeps", globals()))  # the experiment: every setting checked before any compute
@@ -90,3 +90,25 @@ for (problem, tag), sweeps in groups.items():
         save_figure(fig, f"{run}_{stem}")
         plt.close(fig)
 print("figures written")
+
+# %% [markdown] tags=[]
+# ## Under other decoding modes
+#
+# The sweeps decode greedily. Practitioners often decode with sampling (best of K) or over the 8
+# symmetries of the square (best of 8 greedy tours). Does EIE's effect keep its sign there? Each
+# method is compared with the 1/√d model of the same seed *under the same mode*; the first panel
+# shows what the mode itself does to the 1/√d model against its own greedy decoding. Computed by
+# `python scripts/decoding_modes.py PRESET NOTEBOOK --lengths ... --modes greedy sample16 augment8
+# --factors 1.25` into `results/<run>/decoding_modes.csv`; drawn here into
+# `figures/decoding_modes_<run>.png`.
+
+# %% tags=[]
+modes_file = results_dir(run, create=False) / "decoding_modes.csv"
+if modes_file.is_file():
+    modes = decoding_modes.read_modes(modes_file)
+    display(Markdown(decoding_modes.modes_markdown(modes, source=modes_file.name).split("\n", 2)[2]))
+    fig = decoding_modes_figure(modes)
+    save_figure(fig, "decoding_modes", run)
+    plt.show()
+else:
+    print(f"results/{run}/ has no decoding-modes table")

@@ -58,8 +58,9 @@ def test_the_decoding_modes_figure_draws_each_seeds_effect_and_their_mean():
     rows = []
     for seed, eie_effect in enumerate((-2.0, -1.0, 0.0)):
         for mode, level in (("greedy", 10.0), ("sample16", 11.0)):
-            rows.append({"setting": "", "seed": seed, "n": 200, "mode": mode, "method": "inv_sqrt_d", "mean": level})
-            rows.append({"setting": "", "seed": seed, "n": 200, "mode": mode, "method": "eie",
+            rows.append({"problem": "tsp", "setting": "", "seed": seed, "n": 200, "mode": mode, "method": "inv_sqrt_d",
+                         "mean": level})
+            rows.append({"problem": "tsp", "setting": "", "seed": seed, "n": 200, "mode": mode, "method": "eie",
                          "mean": level * (1 + eie_effect / 100)})
     fig = decoding_modes_figure(pd.DataFrame(rows))
     mode_itself, greedy, sampled = fig.axes
@@ -70,3 +71,19 @@ def test_the_decoding_modes_figure_draws_each_seeds_effect_and_their_mean():
     assert np.allclose(mean_line.get_ydata(), [-1.0])
     mode_mean = next(line for line in mode_itself.get_lines() if line.get_marker() == "s")
     assert np.allclose(mode_mean.get_ydata(), [10.0])  # sampling 11 against greedy 10: +10 %
+
+
+def test_the_decoding_modes_table_gives_each_seeds_effect_under_the_same_mode(tmp_path):
+    from eie.decoding_modes import COLUMNS, modes_markdown, read_modes
+
+    rows = [{"problem": "tsp", "setting": "", "seed": seed, "n": 200, "mode": "sample16", "method": method,
+             "instances": 4, "mean": mean, "sem": 0.1, "seconds": 1.0}
+            for seed, (plain, eie) in enumerate(((10.0, 9.8), (20.0, 19.8))) for method, mean in (("inv_sqrt_d", plain), ("eie", eie))]
+    path = tmp_path / "modes.csv"
+    pd.DataFrame(rows, columns=COLUMNS).to_csv(path, index=False)
+    text = modes_markdown(read_modes(path))
+    assert "| EIE | 200 | sample16 | -2.00, -1.00 | -1.50 % [" in text  # 9.8/10 and 19.8/20
+    assert "better on 2, worse on 0 of 2 seeds" in text
+    pd.DataFrame(rows).drop(columns="problem").to_csv(path, index=False)
+    with pytest.raises(ValueError, match="problem"):
+        read_modes(path)

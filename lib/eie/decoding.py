@@ -22,7 +22,7 @@ import re
 import torch
 
 from .evaluation import greedy_costs, method_applied
-from .methods import BoundMethod
+from .methods import BoundMethod, label
 from .model import AttentionModel
 from .problems.base import CheckedInstance
 from .scaling import ScalingRule
@@ -54,6 +54,16 @@ def constant_factor(method: BoundMethod, f: float) -> BoundMethod:
     """`method`'s model with lambda = f times its 1/sqrt(d) at every n (the lambda sweep's rule)."""
     base = method.rule
     return dataclasses.replace(method, rule=ScalingRule(f"x{f:g}", base.d, lambda n: base(n) * f))
+
+
+def constant_key(f: float) -> str:
+    """The name a constant factor f (lambda = f/sqrt(d), `constant_factor`) goes by in result tables."""
+    return f"const_{f:g}"
+
+
+def method_label(key: str) -> str:
+    """The label of a registered method, or of a constant factor's key (`constant_key`): λ = f/√d."""
+    return f"λ = {key.removeprefix('const_')}/√d" if key.startswith("const_") else label(key)
 
 
 @torch.no_grad()

@@ -9,8 +9,10 @@ import numpy as np
 import seaborn as sns
 
 from . import methods
+from .decoding import method_label
 from .evaluation import extrapolation_lengths
 from .paths import figures_dir
+from .problems import PROBLEMS
 from .seed_level import summarise_effects
 
 
@@ -324,10 +326,6 @@ def tsplib_figure(results, N: int, base: str = "inv_sqrt_d"):
     return fig
 
 
-def _decoding_label(method: str) -> str:
-    return f"λ = {method[6:]}/√d" if method.startswith("const_") else methods.label(method)
-
-
 def _decoding_style(method: str) -> dict:
     return {"color": "0.35", "linestyle": "-."} if method.startswith("const_") else rule_kwargs(method)
 
@@ -355,50 +353,49 @@ def _mode_effect(part, method: str, mode: str, base: str, base_mode: str):
     return (100 * (part.loc[(method, mode)] / part.loc[(base, base_mode)] - 1)).dropna()
 
 
-def decoding_modes_figure(frame, base: str = "inv_sqrt_d", maximise: bool = False):
-    """Does a method's effect depend on how the model decodes? `frame` is `scripts/decoding_modes.py`'s
-    table (columns setting, seed, n, mode, method, mean). A row per setting: first, the `base` model's
-    objective under each mode relative to its own greedy decoding (%: does the mode itself help?);
-    then a panel per mode with each method against `base` under that same mode, at the same n and
-    seed (%). Faint points are seeds; squares the mean over seeds with its 95 % t interval (none
-    with one seed)."""
-    settings = list(dict.fromkeys(frame.setting))
+def decoding_modes_figure(frame, base: str = "inv_sqrt_d"):
+    """Does a method's effect depend on how the model decodes? `frame` is `eie.decoding_modes`'s table
+    (columns problem, setting, seed, n, mode, method, mean). A row per problem and setting: first, the
+    `base` model's objective under each mode relative to its own greedy decoding (%: does the mode
+    itself help?); then a panel per mode with each method against `base` under that same mode, at
+    the same n and seed (%). Faint points are seeds; squares the mean over seeds with its 95 % t
+    interval (none with one seed)."""
+    groups = list(dict.fromkeys(zip(frame.problem, frame.setting, strict=True)))
     modes = list(dict.fromkeys(frame["mode"]))
-    shown = [m for m in dict.fromkeys(frame.method) if m != base]
-    shown.sort(key=lambda m: m == "eie")  # EIE, the subject, drawn last (on top)
-    lengths = sorted(frame.n.unique())
     spread = lambda k: np.linspace(-0.06, 0.06, k) if k > 1 else [0.0]  # noqa: E731  (octaves between series)
-    fig, axes = plt.subplots(len(settings), len(modes) + 1, figsize=(3.9 * (len(modes) + 1), 3.6 * len(settings)),
-                             squeeze=False, sharex=True)
-    for row, setting in enumerate(settings):
-        part = frame[frame.setting == setting].set_index(["method", "mode", "seed", "n"])["mean"].sort_index()
+    fig, axes = plt.subplots(len(groups), len(modes) + 1, figsize=(3.9 * (len(modes) + 1), 3.6 * len(groups)),
+                             squeeze=False)
+    for row, (problem, setting) in enumerate(groups):
+        maximise = PROBLEMS[problem].maximise
+        name = f"{problem.upper()}{' ' + setting if setting else ''}: " if len(groups) > 1 else ""
+        rows = frame[(frame.problem == problem) & (frame.setting == setting)]
+        part = rows.set_index(["method", "mode", "seed", "n"])["mean"].sort_index()
         present = set(part.index.droplevel(["seed", "n"]))
-
+        shown = [m for m in dict.fromkeys(rows.method) if m != base]
+        shown.sort(key=lambda m: m == "eie")  # EIE, the subject, drawn last (on top)
+        lengths = sorted(rows.n.unique())
         ax = axes[row, 0]
         others = [m for m in modes if m != "greedy" and (base, m) in present]
         for mode, offset, colour in zip(others, spread(len(others)), sns.color_palette("deep"), strict=False):
             if (base, "greedy") in present:
-                _effects_with_interval(ax, _mode_effect(part, base, mode, base, "greedy"), {"color": colour}, offset, mode,
-                                       maximise=maximise)
-        ax.set(ylabel=f"{methods.label(base)}: mode vs greedy (%)",
-               title=(f"{setting}: " if setting else "") + "the mode itself")
+                _effects_with_interval(ax, _mode_effect(part, base, mode, base, "greedy"), {"color": colour}, offset,
+                                       mode, maximise=maximise)
+        ax.set(ylabel=f"{methods.label(base)}: mode vs greedy (%)", title=f"{name}the mode itself")
         for column, mode in enumerate(modes, start=1):
             ax = axes[row, column]
             for method, offset in zip(shown, spread(len(shown)), strict=True):
                 if (method, mode) in present and (base, mode) in present:
-                    _effects_with_interval(ax, _mode_effect(part, method, mode, base, mode), _decoding_style(method), offset,
-                                           _decoding_label(method), top=method == "eie", maximise=maximise)
-            ax.set(title=(f"{setting}: " if setting else "") + f"{mode}",
-                   ylabel=f"vs {methods.label(base)}, same mode (%)")
+                    _effects_with_interval(ax, _mode_effect(part, method, mode, base, mode), _decoding_style(method),
+                                           offset, method_label(method), top=method == "eie", maximise=maximise)
+            ax.set(title=f"{name}{mode}", ylabel=f"vs {methods.label(base)}, same mode (%)")
         for ax in axes[row]:
             ax.axhline(0, color="black", lw=0.8)
             ax.set_xscale("log")
             ax.set_xticks(lengths, [str(n) for n in lengths])
             ax.xaxis.set_minor_formatter(plt.NullFormatter())
             ax.set_xlim(min(lengths) / 1.3, max(lengths) * 1.3)
-    for ax in axes[-1]:
-        ax.set(xlabel="$n$")
-    for ax in axes[0][:2]:
-        ax.legend(fontsize=7)
+            ax.set(xlabel="$n$")
+        for ax in axes[row][:2]:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
