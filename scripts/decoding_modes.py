@@ -8,9 +8,13 @@ Modes (`eie.decoding`): greedy; best of K sampled solutions (seeded, so reruns r
 over the 8 symmetries of the square. `--factors` adds a constant lambda = f/sqrt(d) (the lambda
 sweep's best factor, say). The test instances are the first `--instances` of the run's own test set
 at each n. Each finished (setting, seed, n, mode) is appended to results/<run>/decoding_modes.csv as
-it ends, so an interrupted run resumes where it stopped; then the seed-level table of each method
-against 1/sqrt(d) per mode and n is written to results/<run>/decoding_modes.md, and its figure to
-figures/decoding_modes_<run>.png (`eie.plotting.decoding_modes_figure`; notebook 10 draws it too).
+it ends, its per-instance objectives to decoding_modes_costs.npz, so an interrupted run resumes
+where it stopped (a group in the csv whose objectives were not kept is decoded again and must give
+the same means). Then results/<run>/decoding_modes.md gets each mode's gap to the run's reference
+solver (on the instances it solved; read from the run's evaluation store, or solved there with
+--references first) and the seed-level table of each method against 1/sqrt(d) per mode and n, and
+figures/decoding_modes_<run>.png the figure (`eie.plotting.decoding_modes_figure`; notebook 10 draws
+it too).
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
-from eie import experiments, plotting  # noqa: E402
+from eie import experiments, plotting, study  # noqa: E402
 from eie.decoding import parse_mode  # noqa: E402
-from eie.decoding_modes import measure, modes_markdown, read_modes  # noqa: E402
+from eie.decoding_modes import costs_path, measure, mode_gaps, modes_markdown, read_costs, read_modes  # noqa: E402
+from eie.problems import make_problem  # noqa: E402
 
 
 def main() -> int:
@@ -46,7 +51,10 @@ def main() -> int:
     lengths = args.lengths or [2 * params["n_train"], 4 * params["n_train"], 8 * params["n_train"]]
     csv = measure(params, args.notebook, seeds, lengths, args.modes, args.methods, args.factors, args.instances)
     frame = read_modes(csv)
-    text = modes_markdown(frame, source=csv.name)
+    problem = study.training_setups(args.notebook, params)[0]["config"]["problem"]
+    references = {(problem, setting): by_n for setting, by_n in study.compute_references(args.notebook, params).items()}
+    gaps = mode_gaps(frame, read_costs(costs_path(csv)), references)
+    text = modes_markdown(frame, source=csv.name, gaps=gaps, reference_name=make_problem(problem).reference_name)
     csv.with_suffix(".md").write_text(text + "\n")
     print(text)
     plotting.apply_style()

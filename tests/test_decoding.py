@@ -87,3 +87,23 @@ def test_the_decoding_modes_table_gives_each_seeds_effect_under_the_same_mode(tm
     pd.DataFrame(rows).drop(columns="problem").to_csv(path, index=False)
     with pytest.raises(ValueError, match="problem"):
         read_modes(path)
+
+
+def test_each_modes_gap_is_taken_on_the_instances_the_reference_solved_and_a_rerun_must_agree():
+    from eie.decoding_modes import _check_reproduced, mode_gaps
+
+    frame = pd.DataFrame([{"problem": "tsp", "setting": "", "seed": 0, "n": 200, "mode": "augment8", "method": "eie",
+                           "instances": 4, "mean": 0.0, "sem": 0.0, "seconds": 0.0},
+                          {"problem": "bpp", "setting": "120x100", "seed": 0, "n": 200, "mode": "greedy",
+                           "method": "eie", "instances": 2, "mean": 0.0, "sem": 0.0, "seconds": 0.0}])
+    costs = {("tsp", "", 0, 200, "augment8", "eie"): np.array([11.0, 13.0, 100.0, 100.0]),
+             ("bpp", "120x100", 0, 200, "greedy", "eie"): np.array([60.0, 60.0])}
+    references = {("tsp", ""): {200: np.array([10.0, 10.0])}, ("bpp", "120x100"): {200: np.array([75.0, 75.0])}}
+    gaps = mode_gaps(frame, costs, references).set_index("problem")
+    assert gaps.loc["tsp", "instances"] == 2 and np.isclose(gaps.loc["tsp", "gap_pct"], 20.0)  # 12 against 10
+    assert np.isclose(gaps.loc["bpp", "gap_pct"], 20.0)  # a load of 60 against 75: 20 % worse
+    assert mode_gaps(frame, costs, {}).empty  # no reference, no gap
+    stored = pd.Series({"eie": 12.34567})
+    _check_reproduced(stored, [{"method": "eie", "mean": 12.345671}], {"eie": "key"})
+    with pytest.raises(RuntimeError, match="does not reproduce"):
+        _check_reproduced(stored, [{"method": "eie", "mean": 12.3}], {"eie": "key"})

@@ -2,11 +2,12 @@
 `eie.decoding` (greedy; best of K seeded samples; greedy over the 8 symmetries of the square),
 against the 1/sqrt(d) model under the same mode, seed by seed.
 
-`measure` decodes a run's exported 1/sqrt(d) models and appends one row per (setting, seed, n, mode,
-method) to a csv as each (setting, seed, n, mode) ends, so an interrupted measurement resumes where
-it stopped; `read_modes` reads that csv; `modes_markdown` gives the mean objective per mode and the
-seed-level effect of each method against 1/sqrt(d) per mode and n. The figure is
-`eie.plotting.decoding_modes_figure`.
+`measure` decodes a run's exported 1/sqrt(d) models and appends one row per (problem, setting,
+seed, n, mode, method) to a csv as each (setting, seed, n, mode) ends, with the per-instance
+objectives beside it (`costs_path`), so an interrupted measurement resumes where it stopped;
+`read_modes` and `read_costs` read them back; `modes_markdown` gives the mean objective per mode, each
+mode's gap to the reference solver on the instances it solved, and the seed-level effect of each
+method against 1/sqrt(d) per mode and n. The figure is `eie.plotting.decoding_modes_figure`.
 """
 
 from __future__ import annotations
@@ -20,11 +21,36 @@ import pandas as pd
 from . import extrapolation, study
 from .decoding import constant_factor, constant_key, method_label, mode_costs
 from .evaluation import fixed_test_set
+from .files import savez_atomic
 from .problems import PROBLEMS, make_problem
 from .seed_level import describe, summarise_effects
 
 COLUMNS = ["problem", "setting", "seed", "n", "mode", "method", "instances", "mean", "sem", "seconds"]
 BASE = "inv_sqrt_d"
+
+
+def costs_path(csv) -> Path:
+    """Where the per-instance objectives of a decoding-modes csv are kept: <stem>_costs.npz beside it."""
+    csv = Path(csv)
+    return csv.with_name(f"{csv.stem}_costs.npz")
+
+
+def _cost_key(problem: str, setting: str, seed: int, n: int, mode: str, method: str) -> str:
+    return f"{problem}/{setting}/{seed}/{n}/{mode}/{method}"
+
+
+def read_costs(path) -> dict:
+    """{(problem, setting, seed, n, mode, method): per-instance objectives} from `costs_path(csv)`
+    ({} where there is no such file)."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    with np.load(path) as data:
+        out = {}
+        for key in data.files:
+            problem, setting, seed, n, mode, method = key.split("/")
+            out[(problem, setting, int(seed), int(n), mode, method)] = data[key]
+        return out
 
 
 def read_modes(path) -> pd.DataFrame:
@@ -42,13 +68,15 @@ def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, fac
     `method_keys` (which must include 1/sqrt(d)) and each constant factor of `factors`, under each
     mode of `modes`, on the exported 1/sqrt(d) model of each seed of `notebook`'s settings (a seed
     whose model is not exported yet is skipped). Sampling is seeded by (seed, n), so reruns
-    reproduce. Rows go to `out` (default results/<run>/decoding_modes.csv); (setting, seed, n, mode)
-    already there are skipped (keyed with the problem). Returns the csv's path."""
+    reproduce. Rows go to `out` (default results/<run>/decoding_modes.csv), the per-instance
+    objectives to `costs_path(out)`. A (problem, setting, seed, n, mode) already in both is skipped;
+    one in the csv without its per-instance objectives is decoded again, and its means must agree
+    with the csv's (a check that the measurement reproduces). Returns the csv's path."""
     if BASE not in method_keys:
         raise ValueError(f"method_keys must include {BASE!r} (every effect is against it); got {list(method_keys)}")
     out = out or study.results_dir(params["run"], create=False) / "decoding_modes.csv"
     done = read_modes(out) if out.is_file() else pd.DataFrame(columns=COLUMNS)
-    finished = set(zip(done.problem, done.setting, done.seed, done.n, done["mode"], strict=True))
+    costs = read_costs(costs_path(out))
     n_train, run_name = params["n_train"], params["run"]
     net, table = study.ensure_scales(16, n_train, params["n_max"], run=run_name)
     bound = extrapolation.bind_methods(method_keys, 16, n_train, net, table)
@@ -57,6 +85,7 @@ def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, fac
     for setup in study.training_setups(notebook, params):
         problem = make_problem(setup["config"]["problem"], **setup["config"].get("problem_options", {}))
         sign = -1.0 if problem.maximise else 1.0
+        setting = setup["setting"]
         for seed in seeds:
             name = study.model_name(problem.name, BASE, n_train, seed, setup["tag"])
             if not (study.models_folder(run_name) / f"{name}.pt").is_file():
@@ -67,28 +96,70 @@ def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, fac
                 test = fixed_test_set(problem, n, params["test_size"], params["test_seed"])
                 test = {key: value[:instances] for key, value in test.items()}
                 for mode in modes:
-                    if (problem.name, setup["setting"], seed, n, mode) in finished:
+                    here = (done.problem == problem.name) & (done.setting == setting) & (done.seed == seed) & (
+                        done.n == n) & (done["mode"] == mode)
+                    stored = done[here].set_index("method")["mean"]
+                    keys = {key: (problem.name, setting, seed, n, mode, key) for key, _ in methods}
+                    if len(stored) and all(keys[key] in costs for key in stored.index):
                         continue
                     rows = []
                     for key, method in methods:
+                        if len(stored) and key not in stored.index:
+                            continue  # a method the stored rows do not have: not added to a finished group
                         started = time.perf_counter()
-                        costs = sign * mode_costs(model, test, method, mode, seed=1000 * seed + n).cpu().numpy()
-                        rows.append({"problem": problem.name, "setting": setup["setting"], "seed": seed, "n": n, "mode": mode, "method": key,
-                                     "instances": len(costs), "mean": float(costs.mean()),
-                                     "sem": float(costs.std(ddof=1) / np.sqrt(len(costs))),
+                        values = sign * mode_costs(model, test, method, mode, seed=1000 * seed + n).cpu().numpy()
+                        costs[keys[key]] = values
+                        rows.append({"problem": problem.name, "setting": setting, "seed": seed, "n": n, "mode": mode,
+                                     "method": key, "instances": len(values), "mean": float(values.mean()),
+                                     "sem": float(values.std(ddof=1) / np.sqrt(len(values))),
                                      "seconds": time.perf_counter() - started})
-                    frame = pd.DataFrame(rows, columns=COLUMNS)
-                    frame.to_csv(out, mode="a", header=not out.is_file(), index=False, float_format="%.6g")
-                    print(f"{setup['setting'] or problem.name} seed {seed} n = {n} {mode}: " + ", ".join(
-                        f"{r['method']} {r['mean']:.3f}" for r in rows) + f" ({sum(r['seconds'] for r in rows):.0f} s)",
-                          flush=True)
+                    if len(stored):
+                        _check_reproduced(stored, rows, keys)
+                    else:
+                        pd.DataFrame(rows, columns=COLUMNS).to_csv(out, mode="a", header=not out.is_file(), index=False,
+                                                                   float_format="%.6g")
+                    savez_atomic({_cost_key(*key): value for key, value in costs.items()}, costs_path(out))
+                    print(f"{setting or problem.name} seed {seed} n = {n} {mode}: " + ", ".join(
+                        f"{r['method']} {r['mean']:.3f}" for r in rows) + f" ({sum(r['seconds'] for r in rows):.0f} s)"
+                          + (" (decoded again: means as stored)" if len(stored) else ""), flush=True)
     return out
 
 
-def modes_markdown(frame: pd.DataFrame, source: str = "decoding_modes.csv") -> str:
-    """Per problem and setting: the mean objective of each method and n under each mode (mean over the seeds
-    done), and each method's seed-level effect against 1/sqrt(d) under the same mode (per-seed
-    effects, mean with its t interval, seeds better and worse, TOST within +-1 %)."""
+def _check_reproduced(stored: pd.Series, rows: list[dict], keys: dict) -> None:
+    """Raise if a group decoded again does not give the means the csv holds (6 significant digits)."""
+    for row in rows:
+        before = float(stored[row["method"]])
+        if not np.isclose(row["mean"], before, rtol=2e-6, atol=0):
+            raise RuntimeError(f"{keys[row['method']]}: decoded again, the mean is {row['mean']:.6g}, the csv holds "
+                               f"{before:.6g}; the measurement does not reproduce on this machine (its per-instance "
+                               "objectives were not kept)")
+
+
+def mode_gaps(frame: pd.DataFrame, costs: dict, references: dict) -> pd.DataFrame:
+    """Each (problem, setting, seed, n, mode, method)'s gap to the reference solver (%), on the first
+    instances the reference solved: 100 (mean objective / mean reference objective - 1), sign-corrected
+    for a maximised objective (a positive gap is worse). `references` is {(problem, setting):
+    {n: reference objectives}}; rows without per-instance objectives or a reference are left out."""
+    rows = []
+    for row in frame.itertuples(index=False):
+        key = (row.problem, row.setting, int(row.seed), int(row.n), row.mode, row.method)
+        reference = references.get((row.problem, row.setting), {}).get(int(row.n))
+        if key not in costs or reference is None:
+            continue
+        k = min(len(reference), len(costs[key]))
+        ratio = float(np.mean(costs[key][:k])) / float(np.mean(reference[:k]))
+        gap = 100 * (1 - ratio) if PROBLEMS[row.problem].maximise else 100 * (ratio - 1)
+        rows.append({"problem": row.problem, "setting": row.setting, "seed": int(row.seed), "n": int(row.n),
+                     "mode": row.mode, "method": row.method, "instances": k, "gap_pct": gap})
+    return pd.DataFrame(rows, columns=["problem", "setting", "seed", "n", "mode", "method", "instances", "gap_pct"])
+
+
+def modes_markdown(frame: pd.DataFrame, source: str = "decoding_modes.csv", gaps: pd.DataFrame | None = None,
+                   reference_name: str = "the reference") -> str:
+    """Per problem and setting: the mean objective of each method and n under each mode (mean over the
+    seeds done); with `gaps` (`mode_gaps`), each mode's gap to `reference_name` (mean over the seeds
+    that have one); and each method's seed-level effect against 1/sqrt(d) under the same mode
+    (per-seed effects, mean with its t interval, seeds better and worse, TOST within +-1 %)."""
     lines = ["# Decoding modes: each method against 1/√d under the same mode", "",
              f"From `{source}` (`scripts/decoding_modes.py`). Effect: change of the mean objective against the "
              "1/√d model of the same seed, same mode, same instances (%); mean [95 % t interval over seeds].", ""]
@@ -109,6 +180,19 @@ def modes_markdown(frame: pd.DataFrame, source: str = "decoding_modes.csv") -> s
         lines += [f"| {method_label(m)} | {n} | " + " | ".join(f"{v:.3f}" for v in row) + " |"
                   for (m, n), row in levels.iterrows()]
         lines.append("")
+        part_gaps = None if gaps is None else gaps[(gaps.problem == problem) & (gaps.setting == setting)]
+        if part_gaps is not None and len(part_gaps):
+            table = part_gaps.groupby(["method", "n", "mode"], sort=False).agg(
+                gap=("gap_pct", "mean"), seeds=("seed", "nunique"), instances=("instances", "min")).reset_index()
+            wide = table.pivot_table(index=["method", "n"], columns="mode", values="gap", sort=False)
+            counts = table.groupby("n").agg(seeds=("seeds", "max"), instances=("instances", "min"))
+            lines += [f"Gap to {reference_name} (%) on the first instances it solved, by mode (mean over seeds; "
+                      + "; ".join(f"n = {n}: {int(c.instances)} instances, {int(c.seeds)} seed(s)" for n, c in counts.iterrows())
+                      + "):", "",
+                      "| method | n | " + " | ".join(wide.columns) + " |", "|---|---|" + "---|" * len(wide.columns)]
+            lines += [f"| {method_label(m)} | {n} | " + " | ".join(f"{v:.2f}" for v in row) + " |"
+                      for (m, n), row in wide.iterrows()]
+            lines.append("")
         lines += ["| method | n | mode | per seed (%) | seed level |", "|---|---|---|---|---|"]
         lines += [f"| {r['method']} | {r['n']} | {r['mode']} | {r['per seed']} | {r['effect']} |" for r in rows]
         lines.append("")

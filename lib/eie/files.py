@@ -20,6 +20,7 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import torch
 
 TEMPORARY_SUFFIX = ".tmp"
@@ -78,6 +79,13 @@ def write_csv_atomic(frame, path) -> Path:
     worker killed at its time limit while writing its epoch log, say)."""
     with _written_then_renamed(path) as temporary:
         frame.to_csv(temporary, index=False)
+    return Path(path)
+
+
+def savez_atomic(arrays: dict, path) -> Path:
+    """`numpy.savez_compressed(path, **arrays)` that never leaves a half-written `path` behind."""
+    with _written_then_renamed(path) as temporary, open(temporary, "wb") as handle:
+        np.savez_compressed(handle, **arrays)
     return Path(path)
 
 
