@@ -36,3 +36,21 @@ def test_the_cost_is_the_sum_of_rounded_edges_and_infeasible_solutions_are_refus
 def test_unknown_names_are_refused():
     with pytest.raises(ValueError, match="unknown CVRPLIB instances"):
         load_cvrplib(["X-n9999-k1"])
+
+
+def test_the_symmetry_mode_keeps_the_best_feasible_solution_of_the_eight_copies():
+    from script_module import script_module
+
+    from eie.decoding import SYMMETRIES, symmetric
+    from eie.evaluation import greedy_solutions
+    from eie.training import TrainConfig, build_model
+
+    solve = script_module("cvrplib_gaps").solve
+    (x,) = load_cvrplib(["X-n101-k25"])
+    model = build_model(TrainConfig(problem="cvrp", problem_options={"capacity": 10.0}, n_train=20, seed=0)).eval()
+    greedy_solution, greedy_cost = solve(model, x, None, "greedy")
+    best_solution, best_cost = solve(model, x, None, "augment8")
+    with torch.no_grad():
+        copies = [x.cost(greedy_solutions(model, symmetric(x.for_model(), *s), None)[0].numpy()) for s in SYMMETRIES]
+    assert greedy_cost == copies[0] == x.cost(greedy_solution)  # the identity is the first symmetry
+    assert best_cost == min(copies) == x.cost(best_solution) <= greedy_cost
