@@ -3,9 +3,13 @@
 import numpy as np
 import pytest
 import torch
+from script_module import script_module
 
 from eie.cvrplib import load_cvrplib
+from eie.decoding import SYMMETRIES, symmetric
+from eie.evaluation import greedy_solutions
 from eie.problems import make_problem
+from eie.training import TrainConfig, build_model
 
 
 def test_the_seventy_instances_load_with_their_best_known_costs():
@@ -39,12 +43,6 @@ def test_unknown_names_are_refused():
 
 
 def test_the_symmetry_mode_keeps_the_best_feasible_solution_of_the_eight_copies():
-    from script_module import script_module
-
-    from eie.decoding import SYMMETRIES, symmetric
-    from eie.evaluation import greedy_solutions
-    from eie.training import TrainConfig, build_model
-
     solve = script_module("cvrplib_gaps").solve
     (x,) = load_cvrplib(["X-n101-k25"])
     model = build_model(TrainConfig(problem="cvrp", problem_options={"capacity": 10.0}, n_train=20, seed=0)).eval()

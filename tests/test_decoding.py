@@ -7,6 +7,7 @@ import torch
 
 from eie import methods
 from eie.decoding import SYMMETRIES, constant_factor, mode_costs, parse_mode, symmetric
+from eie.decoding_modes import COLUMNS, _check_reproduced, mode_gaps, modes_markdown, read_modes
 from eie.evaluation import greedy_costs
 from eie.plotting import decoding_modes_figure
 from eie.training import TrainConfig, build_model
@@ -74,8 +75,6 @@ def test_the_decoding_modes_figure_draws_each_seeds_effect_and_their_mean():
 
 
 def test_the_decoding_modes_table_gives_each_seeds_effect_under_the_same_mode(tmp_path):
-    from eie.decoding_modes import COLUMNS, modes_markdown, read_modes
-
     rows = [{"problem": "tsp", "setting": "", "seed": seed, "n": 200, "mode": "sample16", "method": method,
              "instances": 4, "mean": mean, "sem": 0.1, "seconds": 1.0}
             for seed, (plain, eie) in enumerate(((10.0, 9.8), (20.0, 19.8))) for method, mean in (("inv_sqrt_d", plain), ("eie", eie))]
@@ -90,8 +89,6 @@ def test_the_decoding_modes_table_gives_each_seeds_effect_under_the_same_mode(tm
 
 
 def test_each_modes_gap_is_taken_on_the_instances_the_reference_solved_and_a_rerun_must_agree():
-    from eie.decoding_modes import _check_reproduced, mode_gaps
-
     frame = pd.DataFrame([{"problem": "tsp", "setting": "", "seed": 0, "n": 200, "mode": "augment8", "method": "eie",
                            "instances": 4, "mean": 0.0, "sem": 0.0, "seconds": 0.0},
                           {"problem": "bpp", "setting": "120x100", "seed": 0, "n": 200, "mode": "greedy",
