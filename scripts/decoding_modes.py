@@ -28,7 +28,6 @@ sys.path.insert(0, str(ROOT / "lib"))
 from eie import experiments, plotting, study  # noqa: E402
 from eie.decoding import parse_mode  # noqa: E402
 from eie.decoding_modes import costs_path, measure, mode_gaps, modes_markdown, read_costs, read_modes  # noqa: E402
-from eie.problems import make_problem  # noqa: E402
 
 
 def main() -> int:
@@ -51,10 +50,13 @@ def main() -> int:
     lengths = args.lengths or [2 * params["n_train"], 4 * params["n_train"], 8 * params["n_train"]]
     csv = measure(params, args.notebook, seeds, lengths, args.modes, args.methods, args.factors, args.instances)
     frame = read_modes(csv)
-    problem = study.training_setups(args.notebook, params)[0]["config"]["problem"]
-    references = {(problem, setting): by_n for setting, by_n in study.compute_references(args.notebook, params).items()}
+    references = {}
+    for problem in frame.problem.unique():  # every problem the table holds, not only this notebook's
+        notebook = experiments.training_notebook(problem)
+        by_setting = study.compute_references(notebook, experiments.load(notebook, args.preset))
+        references.update({(problem, setting): by_n for setting, by_n in by_setting.items()})
     gaps = mode_gaps(frame, read_costs(costs_path(csv)), references)
-    text = modes_markdown(frame, source=csv.name, gaps=gaps, reference_name=make_problem(problem).reference_name)
+    text = modes_markdown(frame, source=csv.name, gaps=gaps)
     csv.with_suffix(".md").write_text(text + "\n")
     print(text)
     plotting.apply_style()

@@ -47,6 +47,17 @@ def test_best_of_k_and_augmentation_never_lose_to_their_parts_and_sampling_repro
     assert torch.equal(many, mode_costs(tsp_model, instance, None, "sample32", seed=5))  # seeded
 
 
+def test_cvrp_decodes_under_every_mode_and_the_best_never_loses_to_greedy():
+    torch.manual_seed(0)
+    model = build_model(TrainConfig(problem="cvrp", n_train=8), "cpu").eval()
+    instance = dict(model.problem.generate(4, 10, torch.Generator().manual_seed(1)))
+    greedy = greedy_costs(model, instance)
+    for mode in ("augment8", "sample8"):  # each solution passes CVRP's feasibility check inside mode_costs
+        costs = mode_costs(model, instance, None, mode, seed=2)
+        assert costs.shape == (4,) and torch.all(torch.isfinite(costs))
+    assert torch.all(mode_costs(model, instance, None, "augment8") <= greedy + 1e-5)
+
+
 def test_a_constant_factor_scales_the_rule(tsp_model):
     (plain,) = methods.bind(["inv_sqrt_d"], 16, 8)
     doubled = constant_factor(plain, 2.0)
@@ -100,6 +111,14 @@ def test_each_modes_gap_is_taken_on_the_instances_the_reference_solved_and_a_rer
     assert gaps.loc["tsp", "instances"] == 2 and np.isclose(gaps.loc["tsp", "gap_pct"], 20.0)  # 12 against 10
     assert np.isclose(gaps.loc["bpp", "gap_pct"], 20.0)  # a load of 60 against 75: 20 % worse
     assert mode_gaps(frame, costs, {}).empty  # no reference, no gap
+    both = pd.DataFrame([{"problem": problem, "setting": setting, "seed": 0, "n": 200, "mode": "greedy",
+                          "method": method, "instances": 2, "mean": 1.0, "sem": 0.0, "seconds": 0.0}
+                         for problem, setting in (("tsp", ""), ("cvrp", "C10")) for method in ("inv_sqrt_d", "eie")])
+    both_costs = {(p, s, 0, 200, "greedy", m): np.array([1.0, 1.0]) for p, s in (("tsp", ""), ("cvrp", "C10"))
+                  for m in ("inv_sqrt_d", "eie")}
+    refs = {("tsp", ""): {200: np.array([0.5, 0.5])}, ("cvrp", "C10"): {200: np.array([0.8, 0.8])}}
+    text = modes_markdown(both, gaps=mode_gaps(both, both_costs, refs))
+    assert "Gap to LKH" in text and "Gap to HGS" in text  # each problem's own reference solver
     stored = pd.Series({"eie": 12.34567})
     _check_reproduced(stored, [{"method": "eie", "mean": 12.345671}], {"eie": "key"})
     with pytest.raises(RuntimeError, match="does not reproduce"):

@@ -154,11 +154,10 @@ def mode_gaps(frame: pd.DataFrame, costs: dict, references: dict) -> pd.DataFram
     return pd.DataFrame(rows, columns=["problem", "setting", "seed", "n", "mode", "method", "instances", "gap_pct"])
 
 
-def modes_markdown(frame: pd.DataFrame, source: str = "decoding_modes.csv", gaps: pd.DataFrame | None = None,
-                   reference_name: str = "the reference") -> str:
+def modes_markdown(frame: pd.DataFrame, source: str = "decoding_modes.csv", gaps: pd.DataFrame | None = None) -> str:
     """Per problem and setting: the mean objective of each method and n under each mode (mean over the
-    seeds done); with `gaps` (`mode_gaps`), each mode's gap to `reference_name` (mean over the seeds
-    that have one); and each method's seed-level effect against 1/sqrt(d) under the same mode
+    seeds done); with `gaps` (`mode_gaps`), each mode's gap to the problem's reference solver (mean
+    over the seeds that have one); and each method's seed-level effect against 1/sqrt(d) under the same mode
     (per-seed effects, mean with its t interval, seeds better and worse, TOST within +-1 %)."""
     lines = ["# Decoding modes: each method against 1/√d under the same mode", "",
              f"From `{source}` (`scripts/decoding_modes.py`). Effect: change of the mean objective against the "
@@ -186,7 +185,7 @@ def modes_markdown(frame: pd.DataFrame, source: str = "decoding_modes.csv", gaps
                 gap=("gap_pct", "mean"), seeds=("seed", "nunique"), instances=("instances", "min")).reset_index()
             wide = table.pivot_table(index=["method", "n"], columns="mode", values="gap", sort=False)
             counts = table.groupby("n").agg(seeds=("seeds", "max"), instances=("instances", "min"))
-            lines += [f"Gap to {reference_name} (%) on the first instances it solved, by mode (mean over seeds; "
+            lines += [f"Gap to {PROBLEMS[problem].reference_name} (%) on the first instances it solved, by mode (mean over seeds; "
                       + "; ".join(f"n = {n}: {int(c.instances)} instances, {int(c.seeds)} seed(s)" for n, c in counts.iterrows())
                       + "):", "",
                       "| method | n | " + " | ".join(wide.columns) + " |", "|---|---|" + "---|" * len(wide.columns)]
