@@ -7,7 +7,10 @@ band, and each method against 1/sqrt(d) seed by seed, per mode.
         [--modes greedy augment8]
 
 Writes results/<run>/cvrplib.csv (one row per instance, setting, mode, method and seed) and
-results/<run>/cvrplib_table.md. The EIE net and the lambda* table are fitted up to the longest
+results/<run>/cvrplib_table.md. The csv is rewritten after each (setting, seed), and a (setting, seed)
+it already holds in full (every method, mode and instance asked for) is read back, not decoded again:
+an interrupted run resumes, and a new seed costs only its own decoding (delete the csv to decode
+every model again, e.g. after retraining one). The EIE net and the lambda* table are fitted up to the longest
 instance where the run's own stop short of it (results/<run>/eie_nets/).
 """
 
@@ -45,8 +48,20 @@ def solve(model, instance, method, mode: str):
     return solutions[int(np.argmin(costs))], min(costs)
 
 
-def evaluate(params: dict, settings, method_keys, max_n, modes=("greedy",)) -> pd.DataFrame:
+def _held(done: pd.DataFrame, setting: str, seed: int, method_keys, modes, instances) -> pd.DataFrame | None:
+    """The rows of `done` for (setting, seed) if they cover every method, mode and instance, else None."""
+    if done.empty:
+        return None
+    part = done[(done.setting == setting) & (done.seed == seed) & done.method.isin(method_keys) & done["mode"].isin(modes)
+                & done.name.isin([instance.name for instance in instances])]
+    return part if len(part) == len(method_keys) * len(modes) * len(instances) else None
+
+
+def evaluate(params: dict, settings, method_keys, max_n, modes=("greedy",), out: Path | None = None) -> pd.DataFrame:
+    """Every (setting, seed, method, mode, instance) as a row; with `out`, the csv is read first (a
+    (setting, seed) it holds in full is not decoded again) and rewritten after each (setting, seed)."""
     instances = load_cvrplib(max_n=max_n)
+    done = pd.read_csv(out, dtype={"setting": str}) if out is not None and out.is_file() else pd.DataFrame()
     n_train, run = params["n_train"], params["run"]
     n_max = max(params["n_max"], max(instance.n for instance in instances) + 1)
     net, table = study.ensure_scales(16, n_train, n_max, run=run)
@@ -59,6 +74,11 @@ def evaluate(params: dict, settings, method_keys, max_n, modes=("greedy",)) -> p
             if not all((study.models_folder(run) / f"{name}.pt").is_file() for name in names.values()):
                 print(f"{setup['setting']} seed {seed}: no exported policy in results/{run}/models/ yet; skipped")
                 continue
+            held = _held(done, setup["setting"], seed, [m.key for m in methods], modes, instances)
+            if held is not None:
+                print(f"{setup['setting']} seed {seed}: read back from {out.name}")
+                rows += held.to_dict("records")
+                continue
             models = study.load_policies(sorted(set(names.values())), run=run)
             for method in tqdm(methods, desc=f"{setup['setting']} seed {seed}", mininterval=2.0):
                 model = models[names[method.model_key]]
@@ -68,7 +88,17 @@ def evaluate(params: dict, settings, method_keys, max_n, modes=("greedy",)) -> p
                         rows.append({"setting": setup["setting"], "mode": mode, "method": method.key, "seed": seed,
                                      "name": instance.name, "n": instance.n, "band": instance.band, "cost": cost,
                                      "best_known": instance.best_known, "gap_pct": 100 * (cost / instance.best_known - 1)})
+            if out is not None:
+                _write(pd.concat([done[~((done.setting == setup["setting"]) & (done.seed == seed))] if len(done)
+                                  else done, pd.DataFrame(rows)]).drop_duplicates(
+                    ["setting", "mode", "method", "seed", "name"], keep="last"), out)
     return pd.DataFrame(rows)
+
+
+def _write(frame: pd.DataFrame, out: Path) -> None:
+    partial = out.with_name(out.name + ".partial")
+    frame.to_csv(partial, index=False, float_format="%.4f")
+    partial.replace(out)
 
 
 def report(frame: pd.DataFrame, source: str) -> str:
@@ -105,9 +135,8 @@ def main() -> int:
                         help="greedy; augment8: the best of the greedy solutions of the 8 symmetric copies")
     args = parser.parse_args()
     params = experiments.load("04_train_cvrp", args.preset)
-    frame = evaluate(params, args.setting, args.methods, args.max_n, args.modes)
     out = study.results_dir(params["run"], create=False)
-    frame.to_csv(out / "cvrplib.csv", index=False, float_format="%.4f")
+    frame = evaluate(params, args.setting, args.methods, args.max_n, args.modes, out=out / "cvrplib.csv")
     text = report(frame, f"results/{params['run']}, N = {params['n_train']}")
     (out / "cvrplib_table.md").write_text(text + "\n")
     print(text)

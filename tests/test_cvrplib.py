@@ -1,6 +1,7 @@
 """The CVRPLIB X reader: instances as the models see them, and solutions scored in the set's units."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from script_module import script_module
@@ -52,3 +53,17 @@ def test_the_symmetry_mode_keeps_the_best_feasible_solution_of_the_eight_copies(
         copies = [x.cost(greedy_solutions(model, symmetric(x.for_model(), *s), None)[0].numpy()) for s in SYMMETRIES]
     assert greedy_cost == copies[0] == x.cost(greedy_solution)  # the identity is the first symmetry
     assert best_cost == min(copies) == x.cost(best_solution) <= greedy_cost
+
+
+def test_a_seed_the_csv_holds_in_full_is_read_back_and_a_partial_one_is_decoded_again():
+    held = script_module("cvrplib_gaps")._held
+    instances = load_cvrplib(["X-n101-k25", "X-n110-k13"])
+    rows = [{"setting": "C10", "mode": mode, "method": method, "seed": 3, "name": x.name, "cost": 1.0}
+            for mode in ("greedy", "augment8") for method in ("inv_sqrt_d", "eie") for x in instances]
+    done = pd.DataFrame(rows)
+    assert len(held(done, "C10", 3, ["inv_sqrt_d", "eie"], ["greedy", "augment8"], instances)) == 8
+    assert len(held(done, "C10", 3, ["eie"], ["greedy"], instances)) == 2  # a subset asked for: its rows only
+    assert held(done.iloc[1:], "C10", 3, ["inv_sqrt_d", "eie"], ["greedy", "augment8"], instances) is None
+    assert held(done, "C10", 4, ["inv_sqrt_d"], ["greedy"], instances) is None  # another seed
+    assert held(done, "C10", 3, ["log_N"], ["greedy"], instances) is None  # a method it lacks
+    assert held(pd.DataFrame(), "C10", 3, ["eie"], ["greedy"], instances) is None
