@@ -3,8 +3,10 @@ notebook 03 at this preset (EIE, lambda*, log_N, rescaled coordinates, EIE with 
 coordinates) on the 48 TSPLIB instances of data/tsplib/ (51-2392 cities), greedy, scored exactly
 (EUC_2D) against the optima; EIE's net and the lambda* table fitted up to the longest instance, as
 notebook 08 does. Paired tests (Wilcoxon signed-rank over the instances of a size band, gaps
-averaged over the seeds first, Holm-corrected): EIE against every other method.
-Run from the repository root: .venv/bin/python scripts/tsplib_table.py [--max-n 2392]
+averaged over the seeds first, Holm-corrected): EIE against every other method. Before them, the
+seed-level table: each method against 1/sqrt(d) per size band, one effect per seed (the mean over the
+band's instances of the per-instance change of the tour length), its mean and t interval over seeds.
+Run from the repository root: .venv/bin/python scripts/tsplib_table.py [--max-n 2392] [--tables-only]
 Writes results/cpu_paper/tsplib.csv (one row per instance, method, seed), tsplib_paired_eie.csv,
 tsplib_table.md and figures/tsplib_gaps_cpu_paper.png (with --max-n, files named tsplib_upto<max-n>*).
 """
@@ -12,38 +14,44 @@ tsplib_table.md and figures/tsplib_gaps_cpu_paper.png (with --max-n, files named
 import argparse
 import time
 
+import pandas as pd
 import torch
 
 from eie import comparison, experiments, extrapolation, methods, study, tsplib
 from eie.paths import repo_root, results_dir
 from eie.plotting import apply_style, save_figure, tsplib_figure
+from eie.seed_level import describe
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--max-n", type=int, default=None,
                     help="only instances up to this many cities (default: all 48); the files get the suffix _upto<max-n>")
 parser.add_argument("--progress", action="store_true")
+parser.add_argument("--tables-only", action="store_true",
+                    help="decode nothing: write the tables and the figure again from the csv of an earlier run")
 args = parser.parse_args()
 
 torch.set_grad_enabled(False)
 preset = experiments.load("03_train_tsp", "presets/cpu_paper.yaml")
 run, n_train = preset["run"], preset["n_train"]
-names = {(rule, seed): f"tsp_{rule}_n{n_train}_seed{seed}" for rule in preset["rules"] for seed in preset["seeds"]}
-loaded = study.load_policies(names.values(), run=run)
-models = {key: loaded[name] for key, name in names.items()}
-d = next(iter(models.values())).config.head_dim
-
-instances = tsplib.load_tsplib(max_n=args.max_n)
-longest = max(instance.n for instance in instances)
-net, table = study.ensure_scales(d, n_train, max(preset["n_max"], longest), run=run)
-bound = extrapolation.bind_methods(study.method_keys(preset), d, n_train, net, table)
-started = time.perf_counter()
-results = tsplib.evaluate_tsplib(models, bound, instances, progress=args.progress)
-print(f"{len(instances)} TSPLIB instances ({min(i.n for i in instances)}-{longest} cities), {len(results)} tours "
-      f"in {(time.perf_counter() - started) / 60:.1f} min: every tour passed the feasibility check.")
-
 out = results_dir(run)
 stem = "tsplib" if args.max_n is None else f"tsplib_upto{args.max_n}"  # a subset never overwrites the full table
-results.to_csv(out / f"{stem}.csv", index=False, float_format="%.4f")
+if args.tables_only:
+    results = pd.read_csv(out / f"{stem}.csv")
+else:
+    names = {(rule, seed): f"tsp_{rule}_n{n_train}_seed{seed}" for rule in preset["rules"] for seed in preset["seeds"]}
+    loaded = study.load_policies(names.values(), run=run)
+    models = {key: loaded[name] for key, name in names.items()}
+    d = next(iter(models.values())).config.head_dim
+
+    instances = tsplib.load_tsplib(max_n=args.max_n)
+    longest = max(instance.n for instance in instances)
+    net, table = study.ensure_scales(d, n_train, max(preset["n_max"], longest), run=run)
+    bound = extrapolation.bind_methods(study.method_keys(preset), d, n_train, net, table)
+    started = time.perf_counter()
+    results = tsplib.evaluate_tsplib(models, bound, instances, progress=args.progress)
+    print(f"{len(instances)} TSPLIB instances ({min(i.n for i in instances)}-{longest} cities), {len(results)} tours "
+          f"in {(time.perf_counter() - started) / 60:.1f} min: every tour passed the feasibility check.")
+    results.to_csv(out / f"{stem}.csv", index=False, float_format="%.4f")
 gaps = {}  # {(band, method, seed, 0): gaps of its instances}, each band and all 48 together
 for row in results.itertuples():  # instances in the same order for every method and seed
     for band in (row.band, "all"):
@@ -67,8 +75,14 @@ for method in by_band.index:
 cells.columns = [f"{band} ({counts[band] if band in counts else len(per_instance)})" for band in by_band.columns]
 shown = paired.set_index("band").round({"diff_gap_pp": 2, "ci_low": 2, "ci_high": 2})
 shown["p"], shown["p_holm"] = paired.p.map("{:.2g}".format).values, paired.p_holm.map("{:.2g}".format).values
-text = ["Gap to the optimum (%), mean over the instances of the size band (how many in brackets) and the seeds "
-        "(" + ", ".join(map(str, preset["seeds"])) + "); in brackets the standard deviation over the seeds of the band's mean:",
+seed_level = tsplib.seed_level_by_band(results)
+text = ["Each method against 1/sqrt(d), seed by seed: a seed's effect is the mean over the band's instances of the "
+        "per-instance change of the tour length (%); mean [95 % t interval over seeds], seeds better and worse:", "",
+        "| band | method | per seed (%) | seed level |", "|---|---|---|---|"]
+text += [f"| {row['band']} | {methods.label(row['method'])} | {', '.join(f'{v:+.2f}' for v in row['per_seed'])} | "
+         f"{describe(row)} |" for row in seed_level.to_dict("records")]
+text += ["", "Gap to the optimum (%), mean over the instances of the size band (how many in brackets) and the seeds "
+        "(" + ", ".join(map(str, sorted(results.seed.unique()))) + "); in brackets the standard deviation over the seeds of the band's mean:",
         "", comparison.markdown_table(cells.rename(index=methods.label), "method"), "",
         "EIE against every other method, paired by instance (gap in percentage points, EIE minus other, gaps averaged "
         "over the seeds first; 95 % t interval; Wilcoxon signed-rank, Holm over all rows):", "",

@@ -4,6 +4,7 @@ rescaling, the Pointer Network, the receptive-field theory and the TSPLIB reader
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -285,3 +286,18 @@ def test_the_position_methods_apply_to_cvrp_unchanged(rule):
     seen = methods.get("rescale").bind(16, N=6).seen_by_model(larger, model.problem)
     torch.testing.assert_close(seen["coords"], larger["coords"] * 2.0)  # sqrt(24 / 6)
     assert torch.equal(seen["demand"], larger["demand"])
+
+
+def test_tsplib_seed_level_effects_weigh_every_instance_the_same():
+    rows = []
+    # two instances of different size; EIE is 10 % longer on the small one and equal on the large one (seed 0),
+    # 2 % shorter on both (seed 1)
+    for seed, (small, large) in enumerate(((1.10, 1.00), (0.98, 0.98))):
+        for name, n, band, base, factor in (("a", 100, "n <= 200", 100.0, small), ("b", 2000, "n > 1000", 10000.0, large)):
+            rows += [{"name": name, "n": n, "band": band, "method": "inv_sqrt_d", "seed": seed, "length": base},
+                     {"name": name, "n": n, "band": band, "method": "eie", "seed": seed, "length": base * factor}]
+    table = tsplib.seed_level_by_band(pd.DataFrame(rows)).set_index("band")
+    assert list(table.index) == ["n <= 200", "n > 1000", "all"] and set(table.method) == {"eie"}
+    assert np.allclose(table.loc["n <= 200", "per_seed"], [10.0, -2.0])
+    assert np.allclose(table.loc["all", "per_seed"], [5.0, -2.0])  # not the length-weighted 0.1 %
+    assert table.loc["all", "better"] == 1 and table.loc["all", "worse"] == 1

@@ -21,6 +21,7 @@ from .best_known import read_best_known
 from .evaluation import greedy_solutions
 from .evaluation_store import EvaluationStore, function_fingerprint, model_description, rule_fingerprint
 from .paths import repo_root
+from .seed_level import summarise_effects
 
 BANDS = ((200, "n <= 200"), (1000, "200 < n <= 1000"), (float("inf"), "n > 1000"))
 
@@ -161,3 +162,21 @@ def tsplib_tables(results: pd.DataFrame, digits: int = 2) -> tuple[pd.DataFrame,
     by_band["all"] = per_seed.groupby("method").gap_pct.mean()
     return per_instance.round(digits), by_band.loc[order].round(digits)
 
+
+
+def seed_level_by_band(results: pd.DataFrame, base: str = "inv_sqrt_d") -> pd.DataFrame:
+    """Each method against `base` per size band and over all instances, seed by seed. A seed's effect
+    is the mean over the band's instances of the per-instance change of the tour length (%), so that
+    every instance weighs the same whatever its size. One row per (band, method): `per_seed` (the
+    effects in seed order) and the columns of `seed_level.summarise_effects`."""
+    ratio = results.pivot_table(index=["name", "band", "seed"], columns="method", values="length")
+    change = 100 * (ratio.div(ratio[base], axis=0) - 1)
+    bands = [label for _, label in BANDS if label in set(results.band)]
+    rows = []
+    for band in bands + ["all"]:
+        part = change if band == "all" else change.xs(band, level="band", drop_level=False)
+        by_seed = part.groupby(level="seed").mean()
+        for method in [m for m in dict.fromkeys(results.method) if m != base]:
+            effects = by_seed[method].to_numpy()
+            rows.append({"band": band, "method": method, "per_seed": effects, **summarise_effects(effects)})
+    return pd.DataFrame(rows)
