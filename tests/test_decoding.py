@@ -10,6 +10,7 @@ from eie.decoding import SYMMETRIES, constant_factor, mode_costs, parse_mode, sy
 from eie.decoding_modes import COLUMNS, _check_reproduced, mode_gaps, modes_markdown, read_modes
 from eie.evaluation import greedy_costs
 from eie.plotting import decoding_modes_figure
+from eie.problems.base import CheckedInstance
 from eie.training import TrainConfig, build_model
 
 
@@ -56,6 +57,21 @@ def test_cvrp_decodes_under_every_mode_and_the_best_never_loses_to_greedy():
         costs = mode_costs(model, instance, None, mode, seed=2)
         assert costs.shape == (4,) and torch.all(torch.isfinite(costs))
     assert torch.all(mode_costs(model, instance, None, "augment8") <= greedy + 1e-5)
+
+
+@pytest.mark.parametrize("problem", ["tsp", "cvrp"])
+def test_sampling_copies_of_an_encoding_draws_what_encoding_every_copy_draws(problem):
+    torch.manual_seed(0)
+    model = build_model(TrainConfig(problem=problem, n_train=8), "cpu").eval()
+    instance = CheckedInstance(model.problem.generate(3, 9, torch.Generator().manual_seed(4)))
+    repeated = CheckedInstance({key: value.repeat(5, *([1] * (value.dim() - 1))) for key, value in instance.items()})
+    with torch.no_grad():
+        each, likelihood_each = model.rollout(repeated, "sample", torch.Generator().manual_seed(7))
+        once, likelihood_once = model.rollout(instance, "sample", torch.Generator().manual_seed(7), copies=5)
+    assert torch.equal(each, once) and torch.allclose(likelihood_each, likelihood_once)
+    assert len(set(map(tuple, once.tolist()))) > 1  # the copies are sampled, not one tour repeated
+    with pytest.raises(ValueError, match="copies must be a positive integer"):
+        model.rollout(instance, "sample", copies=0)
 
 
 def test_a_constant_factor_scales_the_rule(tsp_model):

@@ -88,10 +88,10 @@ def mode_costs(model: AttentionModel, instance: dict, method: BoundMethod | None
     model.eval()
     with method_applied(model, method):
         for start in range(0, batch, per_chunk):
-            part = {key: value[start:start + per_chunk].to(device) for key, value in instance.items()}
+            part = CheckedInstance({key: value[start:start + per_chunk].to(device) for key, value in instance.items()})
+            seen = part if method is None else method.seen_by_model(part, model.problem)
+            solution, _ = model.rollout(seen, "sample", generator, copies=k)  # each instance encoded once
             repeated = CheckedInstance({key: value.repeat(k, *([1] * (value.dim() - 1))) for key, value in part.items()})
-            seen = repeated if method is None else method.seen_by_model(repeated, model.problem)
-            solution, _ = model.rollout(seen, "sample", generator)
             model.problem.check(repeated, solution)
             costs = model.problem.cost(repeated, solution).view(k, -1)
             best.append(costs.min(0).values)
