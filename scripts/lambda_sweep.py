@@ -5,7 +5,8 @@ beside EIE's and log_N's factors at the same n (`eie.lambda_sweep`).
         [--lengths 400 800 1600] [--factors 0.75 1 1.25 ...] [--capacity 10] [--bin 120x100]
 
 Writes results/<run>/lambda_sweep_<problem><tag>_seed<k>.csv (tag: _C<capacity> for CVRP, _<bin> for bin
-packing); notebook 10 draws the figures and the optimum per seed from every sweep of a run. Examples:
+packing); lengths the file already holds with the same factors and instance count are read back, not
+recomputed, so a longer --lengths list extends a sweep; notebook 10 draws the figures and the optimum per seed from every sweep of a run. Examples:
     python scripts/lambda_sweep.py presets/cpu_paper.yaml --problem tsp --seed 2 --lengths 400 800 1600
     python scripts/lambda_sweep.py presets/cpu_long_v2.yaml --problem cvrp --capacity 2 --seed 1 \\
         --instances 512 --lengths 80 160 320 --factors 0.75 1 1.25 1.5 1.75 2 2.5 3 4
@@ -51,12 +52,20 @@ def main() -> int:
     d = model.config.head_dim
     net, table = study.ensure_scales(d, N, N_max, run=run)
     plain, eie, log_n = extrapolation.bind_methods(["inv_sqrt_d", "eie", "log_N"], d, N, net, table)
+    out = study.results_dir(run) / f"{lambda_sweep.sweep_name(args.problem, tag, args.seed)}.csv"
+    held = lambda_sweep.read_sweep(out) if out.is_file() else None
+    methods = {f"f = {f:g}" for f in args.factors} | {eie.key, log_n.key}
+    done = [n for n in lengths if held is not None and lambda_sweep.holds(held, n, methods, args.instances)]
+    todo = [n for n in lengths if n not in done]
+    if done:
+        print(f"{out.relative_to(ROOT)} already holds n = {done} with these factors and {args.instances} "
+              f"instances: read back")
     try:
-        frame = lambda_sweep.sweep(model, plain, [eie, log_n], lengths, args.factors, args.instances,
-                                   test_seed=params["test_seed"])
+        frame = lambda_sweep.sweep(model, plain, [eie, log_n], todo, args.factors, args.instances,
+                                   test_seed=params["test_seed"]) if todo else None
     except ValueError as error:
         parser.error(str(error))
-    out = study.results_dir(run) / f"{lambda_sweep.sweep_name(args.problem, tag, args.seed)}.csv"
+    frame = lambda_sweep.merged(held, frame)
     frame.to_csv(out, index=False, float_format="%.4f")
     print(frame.round(3).to_string(index=False))
     print(f"wrote {out.relative_to(ROOT)}")

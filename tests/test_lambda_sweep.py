@@ -58,3 +58,19 @@ def test_older_sweeps_name_their_objective_column_after_the_problem(tmp_path):
     frame([100.0] * 8, [0.1] * 8).rename(columns={"objective": "tour_length"}).to_csv(path, index=False)
     assert "objective" in lambda_sweep.read_sweep(path)
     assert lambda_sweep.sweep_name("cvrp", "_C10", 2) == "lambda_sweep_cvrp_C10_seed2"
+
+
+def test_a_sweep_extended_by_a_length_equals_the_sweep_computed_at_once():
+    model = build_model(TrainConfig(rule="inv_sqrt_d", n_train=10)).eval()
+    plain, log_n = extrapolation.bind_methods(["inv_sqrt_d", "log_N"], 16, 10)
+    factors = (0.5, 1.0, 2.0)
+    whole = lambda_sweep.sweep(model, plain, [log_n], [20, 30, 40], factors=factors, instances=4, progress=False)
+    held = lambda_sweep.sweep(model, plain, [log_n], [20, 40], factors=factors, instances=4, progress=False)
+    methods = {"f = 0.5", "f = 1", "f = 2", "log_N"}
+    assert lambda_sweep.holds(held, 40, methods, 4) and not lambda_sweep.holds(held, 30, methods, 4)
+    assert not lambda_sweep.holds(held, 40, methods, 8) and not lambda_sweep.holds(held, 40, methods | {"eie"}, 4)
+    extra = lambda_sweep.sweep(model, plain, [log_n], [30], factors=factors, instances=4, progress=False)
+    pd.testing.assert_frame_equal(lambda_sweep.merged(held, extra), whole)
+    pd.testing.assert_frame_equal(lambda_sweep.merged(held, None), held)
+    with pytest.raises(ValueError, match="nothing to merge"):
+        lambda_sweep.merged(None, None)

@@ -79,6 +79,25 @@ def read_sweep(path) -> pd.DataFrame:
     return frame
 
 
+def holds(frame: pd.DataFrame, n: int, methods: set[str], instances: int) -> bool:
+    """Whether a sweep `frame` already has every one of `methods` at length n on `instances` instances
+    (a sweep is deterministic given these, so such rows need not be recomputed)."""
+    rows = frame[(frame.n == n) & (frame.instances == instances)]
+    return methods <= set(rows.method)
+
+
+def merged(held: pd.DataFrame | None, new: pd.DataFrame | None) -> pd.DataFrame:
+    """A sweep holding the rows of `new` and those of `held` at lengths `new` does not cover, ordered by
+    n (stable within a length); either may be None, not both."""
+    if held is None or new is None:
+        frame = new if held is None else held
+        if frame is None:
+            raise ValueError("nothing to merge: neither a held nor a new sweep")
+        return frame.reset_index(drop=True)
+    kept = held[~held.n.isin(set(new.n))]
+    return pd.concat([kept, new], ignore_index=True).sort_values("n", kind="stable").reset_index(drop=True)
+
+
 def best_factors(sweeps: dict, maximise: bool = False) -> pd.DataFrame:
     """The optimum of each seed's sweep ({seed: frame}) at each n: best_f (the grid's best factor),
     its effect against 1/sqrt(d) in %, the factors within two standard errors of the best (f_low,
