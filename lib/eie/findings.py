@@ -180,11 +180,16 @@ def verdict_panel(ax, far_ax, problem: str, results: pd.DataFrame, setting: str,
         reach.append(float(np.nanmax(np.abs(paper.drop(index=list(FAR_RIVALS), errors="ignore").to_numpy()))) + 1)
     limit = max(5.0, *reach)
     ax.set_ylim(-limit, limit)
-    for x, value, colour in ((x, v, c) for x, v, c in seed_points if abs(v) > limit):
-        edge = limit if value > 0 else -limit
-        ax.annotate(f"{value:+.0f}", (x, edge), xytext=(3, -9 if value > 0 else 2), textcoords="offset points",
-                    fontsize=7, color=colour)
-        ax.scatter([x], [edge * 0.97], marker="^" if value > 0 else "v", s=18, color=colour, zorder=8)
+    beyond = {}  # (x, above the axis): the seeds there, (value, colour), listed inwards from the edge
+    for x, value, colour in seed_points:
+        if abs(value) > limit:
+            beyond.setdefault((x, value > 0), []).append((value, colour))
+    for (x, above), points in beyond.items():
+        edge = limit if above else -limit
+        for row, (value, colour) in enumerate(sorted(points, key=lambda p: -abs(p[0]))):
+            ax.annotate(f"{value:+.0f}", (x, edge), xytext=(4, -9 - 7 * row if above else 2 + 7 * row),
+                        textcoords="offset points", fontsize=6.5, color=colour)
+            ax.scatter([x], [edge * 0.97], marker="^" if above else "v", s=18, color=colour, zorder=8)
     ax.set_title(title, fontsize=10)
     spec = make_problem(problem)
     better = "higher" if spec.maximise else "lower"
