@@ -6,8 +6,9 @@ and by the torch composition (the reference; what runs on a GPU), repeats altern
 REINFORCE training step at 100 boxes, batch 64 (sampled rollout with gradients, greedy baseline
 rollout, backward, Adam), kernel path, two ways, steps alternating: as the library runs it (the
 step context runs the placement head's frontier convolutions with its own, on a channels-last
-frontier: `FrontierEncoder.share_convolutions`) and the straightforward way (each encoder its own
-convolutions, plain layout). `--train-boxes 20` gives the step of `presets/cpu_long_v2.yaml`.
+frontier: `FrontierEncoder.share_convolutions`; the placement layer's sum and tanh in place:
+`PlacementHead.hidden`) and the straightforward way (each encoder its own convolutions, plain
+layout, the placement layer written out). `--train-boxes 20` gives the step of `presets/cpu_long_v2.yaml`.
 
 Target: the decoding step in <= 1/10 of the torch path's time. Medians over repeats, on CPU
 and, when one is present, on CUDA (the torch path only).
@@ -72,9 +73,15 @@ def training_step_seconds(problem, batch, boxes, steps, device) -> dict:
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
     data, sample = torch.Generator().manual_seed(0), torch.Generator(device=device).manual_seed(0)
 
+    in_place = bpp.PlacementHead.hidden
+
+    def written_out(head, features, context):  # the placement layer without the in-place sum and tanh
+        return torch.tanh(context[:, None, None, :] + head.features(features))
+
     def step(shared: bool):
         def run():
             bpp.FRONTIER_CHANNELS_LAST = shared
+            bpp.PlacementHead.hidden = in_place if shared else written_out
             for m in (model, baseline):
                 m.decoder.step_context.share_convolutions(*((m.action_head.frontier,) if shared else ()))
             instance = problem.generate(batch, boxes, data, device)
@@ -91,6 +98,7 @@ def training_step_seconds(problem, batch, boxes, steps, device) -> dict:
         return alternate({"shared": step(True), "separate": step(False)}, steps, device)
     finally:
         bpp.FRONTIER_CHANNELS_LAST = True
+        bpp.PlacementHead.hidden = in_place
         for m in (model, baseline):
             m.decoder.step_context.share_convolutions(m.action_head.frontier)
 

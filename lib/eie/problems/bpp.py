@@ -200,6 +200,16 @@ class PlacementHead(nn.Module):
         self.features = nn.Linear(self.FEATURES, hidden, bias=False)
         self.score = nn.Linear(hidden, 1, bias=False)
 
+    def hidden(self, features: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """tanh(context + W_f features), (B, 6, L, hidden): the step's largest tensor, so the sum and the
+        tanh are taken in place in the output of W_f (a quarter to a half of the head's time saved on a
+        CPU; under autograd too, since W_f's backward keeps its input, not its output). The same
+        numbers as `torch.tanh(context[:, None, None, :] + self.features(features))`
+        (`placement_reference` in the tests)."""
+        hidden = self.features(features)
+        hidden += context[:, None, None, :]
+        return hidden.tanh_()
+
     def forward(self, state: BPPState, nodes: torch.Tensor, box: torch.Tensor, decode: str,
                 generator: torch.Generator | None = None):
         """Returns (action (B, 4): box, orientation, x, y; log-probability of the placement (B,))."""
@@ -217,7 +227,7 @@ class PlacementHead(nn.Module):
             (trapped.masked_fill(~valid, 0) / (MAX_EDGE ** 3))[..., None]], dim=-1)
         chosen = nodes.gather(1, box[:, None, None].expand(-1, 1, nodes.shape[-1]))[:, 0]
         context = self.context(torch.cat([chosen, self.frontier(state)], dim=1))  # (B, hidden)
-        logits = self.score(torch.tanh(context[:, None, None, :] + self.features(features)))[..., 0]
+        logits = self.score(self.hidden(features, context))[..., 0]
         log_p = torch.log_softmax(logits.masked_fill(~valid, float("-inf")).flatten(1), dim=1)  # (B, 6 L)
         if decode == "greedy":
             choice = log_p.argmax(1)
