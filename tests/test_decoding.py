@@ -7,7 +7,15 @@ import torch
 
 from eie import methods
 from eie.decoding import SYMMETRIES, constant_factor, mode_costs, parse_mode, symmetric
-from eie.decoding_modes import COLUMNS, _check_reproduced, mode_gaps, modes_markdown, read_modes
+from eie.decoding_modes import (
+    COLUMNS,
+    _check_reproduced,
+    mode_gaps,
+    modes_markdown,
+    read_costs,
+    read_modes,
+    store_costs,
+)
 from eie.evaluation import greedy_costs
 from eie.plotting import decoding_modes_figure
 from eie.problems.base import CheckedInstance
@@ -139,3 +147,15 @@ def test_each_modes_gap_is_taken_on_the_instances_the_reference_solved_and_a_rer
     _check_reproduced(stored, [{"method": "eie", "mean": 12.345671}], {"eie": "key"})
     with pytest.raises(RuntimeError, match="does not reproduce"):
         _check_reproduced(stored, [{"method": "eie", "mean": 12.3}], {"eie": "key"})
+
+
+def test_stored_costs_keep_the_groups_another_run_wrote_meanwhile(tmp_path):
+    path = tmp_path / "decoding_modes_costs.npz"
+    tsp = ("tsp", "", 0, 200, "greedy", "eie")
+    cvrp = ("cvrp", "C10", 1, 200, "sample16", "log_N")
+    store_costs({tsp: np.array([1.0, 2.0])}, path)  # the TSP run's first group
+    mine = {cvrp: np.array([3.0]), tsp: np.array([9.0])}  # the CVRP run, started before, never saw it
+    written = store_costs(mine, path)
+    held = read_costs(path)
+    assert set(held) == set(written) == {tsp, cvrp}
+    assert np.array_equal(held[cvrp], [3.0]) and np.array_equal(held[tsp], [9.0])  # its own values win

@@ -39,6 +39,16 @@ def _cost_key(problem: str, setting: str, seed: int, n: int, mode: str, method: 
     return f"{problem}/{setting}/{seed}/{n}/{mode}/{method}"
 
 
+def store_costs(costs: dict, path) -> dict:
+    """Write `costs` ({key of `read_costs`: objectives}) to `path` atomically, together with the groups
+    the file already holds that `costs` lacks (two runs of the script on one run folder, TSP and CVRP
+    say, each keep their own groups; where both hold a group, `costs`' values win). Returns what was
+    written."""
+    merged = {**read_costs(path), **costs}
+    savez_atomic({_cost_key(*key): value for key, value in merged.items()}, path)
+    return merged
+
+
 def read_costs(path) -> dict:
     """{(problem, setting, seed, n, mode, method): per-instance objectives} from `costs_path(csv)`
     ({} where there is no such file)."""
@@ -118,7 +128,7 @@ def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, fac
                     else:
                         pd.DataFrame(rows, columns=COLUMNS).to_csv(out, mode="a", header=not out.is_file(), index=False,
                                                                    float_format="%.6g")
-                    savez_atomic({_cost_key(*key): value for key, value in costs.items()}, costs_path(out))
+                    costs = store_costs(costs, costs_path(out))
                     print(f"{setting or problem.name} seed {seed} n = {n} {mode}: " + ", ".join(
                         f"{r['method']} {r['mean']:.3f}" for r in rows) + f" ({sum(r['seconds'] for r in rows):.0f} s)"
                           + (" (decoded again: means as stored)" if len(stored) else ""), flush=True)
