@@ -6,7 +6,8 @@ beside EIE's and log_N's factors at the same n (`eie.lambda_sweep`).
 
 Writes results/<run>/lambda_sweep_<problem><tag>_seed<k>.csv (tag: _C<capacity> for CVRP, _<bin> for bin
 packing); lengths the file already holds with the same factors and instance count are read back, not
-recomputed, so a longer --lengths list extends a sweep; notebook 10 draws the figures and the optimum per seed from every sweep of a run. Examples:
+recomputed, so a longer --lengths list extends a sweep. Notebook 10 draws the figures and the optimum
+per seed from every sweep of a run. Examples:
     python scripts/lambda_sweep.py presets/cpu_paper.yaml --problem tsp --seed 2 --lengths 400 800 1600
     python scripts/lambda_sweep.py presets/cpu_long_v2.yaml --problem cvrp --capacity 2 --seed 1 \\
         --instances 512 --lengths 80 160 320 --factors 0.75 1 1.25 1.5 1.75 2 2.5 3 4
@@ -54,7 +55,7 @@ def main() -> int:
     plain, eie, log_n = extrapolation.bind_methods(["inv_sqrt_d", "eie", "log_N"], d, N, net, table)
     out = study.results_dir(run) / f"{lambda_sweep.sweep_name(args.problem, tag, args.seed)}.csv"
     held = lambda_sweep.read_sweep(out) if out.is_file() else None
-    methods = {f"f = {f:g}" for f in args.factors} | {eie.key, log_n.key}
+    methods = {lambda_sweep.factor_name(f) for f in args.factors} | {eie.key, log_n.key}
     done = [n for n in lengths if held is not None and lambda_sweep.holds(held, n, methods, args.instances)]
     todo = [n for n in lengths if n not in done]
     if done:

@@ -30,6 +30,11 @@ from .seed_level import summarise_effects
 FACTORS = (0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0)
 
 
+def factor_name(factor: float) -> str:
+    """A constant factor's method name in a sweep's rows, e.g. 'f = 1.25'."""
+    return f"f = {factor:g}"
+
+
 def sweep_name(problem: str, tag: str, seed: int) -> str:
     """The stem of a sweep's csv (results/<run>/) and, after the run's name, of its figure (figures/):
     lambda_sweep_<problem><tag>_seed<seed>, e.g. lambda_sweep_cvrp_C10_seed1."""
@@ -54,7 +59,7 @@ def sweep(model, plain: BoundMethod, rules: list[BoundMethod], lengths, factors=
               mininterval=1.0) as bar:
         for n in lengths:
             test = fixed_test_set(model.problem, n, instances, seed=test_seed)
-            runs = [(f"f = {f:g}", f, constant_factor(plain, f)) for f in factors]
+            runs = [(factor_name(f), f, constant_factor(plain, f)) for f in factors]
             runs += [(rule.key, float(rule.rule(n)) * math.sqrt(d), rule) for rule in rules]
             for name, factor, method in runs:
                 costs = sign * greedy_costs(model, test, method, chunk=chunk)
@@ -62,7 +67,7 @@ def sweep(model, plain: BoundMethod, rules: list[BoundMethod], lengths, factors=
                              "objective": float(costs.mean()), "sem": float(costs.std() / math.sqrt(instances))})
                 bar.update()
     frame = pd.DataFrame(rows)
-    plain_cost = frame[frame.method == "f = 1"].set_index("n").objective
+    plain_cost = frame[frame.method == factor_name(1.0)].set_index("n").objective
     frame["vs_inv_sqrt_d_pct"] = 100 * (frame.objective / frame.n.map(plain_cost) - 1)
     return frame
 
@@ -89,11 +94,10 @@ def holds(frame: pd.DataFrame, n: int, methods: set[str], instances: int) -> boo
 def merged(held: pd.DataFrame | None, new: pd.DataFrame | None) -> pd.DataFrame:
     """A sweep holding the rows of `new` and those of `held` at lengths `new` does not cover, ordered by
     n (stable within a length); either may be None, not both."""
+    if held is None and new is None:
+        raise ValueError("nothing to merge: neither a held nor a new sweep")
     if held is None or new is None:
-        frame = new if held is None else held
-        if frame is None:
-            raise ValueError("nothing to merge: neither a held nor a new sweep")
-        return frame.reset_index(drop=True)
+        return (new if held is None else held).reset_index(drop=True)
     kept = held[~held.n.isin(set(new.n))]
     return pd.concat([kept, new], ignore_index=True).sort_values("n", kind="stable").reset_index(drop=True)
 

@@ -202,8 +202,9 @@ class PlacementHead(nn.Module):
 
     def hidden(self, features: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
         """tanh(context + W_f features), (B, 6, L, hidden): the step's largest tensor, so the sum and the
-        tanh are taken in place in the output of W_f (a quarter to a half of the head's time saved on a
-        CPU; under autograd too, since W_f's backward keeps its input, not its output). The same
+        tanh are taken in place in the output of W_f (no two further tensors of its size per step; this
+        works under autograd too, since W_f's backward keeps its input, not its output; the training
+        step's time: `benchmarks/bench_placement.py`). The same
         numbers as `torch.tanh(context[:, None, None, :] + self.features(features))`
         (`placement_reference` in the tests)."""
         hidden = self.features(features)
