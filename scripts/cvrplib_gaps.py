@@ -7,10 +7,11 @@ band, and each method against 1/sqrt(d) seed by seed, per mode.
         [--modes greedy augment8]
 
 Writes results/<run>/cvrplib.csv (one row per instance, setting, mode, method and seed) and
-results/<run>/cvrplib_table.md. The csv is rewritten after each (setting, seed), and a (setting, seed)
-it already holds in full (every method, mode and instance asked for) is read back, not decoded again:
-an interrupted run resumes, and a new seed costs only its own decoding (delete the csv to decode
-every model again, e.g. after retraining one). The EIE net and the lambda* table are fitted up to the longest
+results/<run>/cvrplib_table.md. The csv is rewritten after each (setting, seed), and a (setting, seed,
+mode) it already holds in full (every method and instance asked for) is read back, not decoded again:
+an interrupted run resumes, and a new seed or mode costs only its own decoding (delete the csv to
+decode every model again, e.g. after retraining one). A csv written before the symmetry mode existed
+has no mode column; its rows are greedy. The EIE net and the lambda* table are fitted up to the longest
 instance where the run's own stop short of it (results/<run>/eie_nets/).
 """
 
@@ -57,11 +58,21 @@ def _held(done: pd.DataFrame, setting: str, seed: int, method_keys, modes, insta
     return part if len(part) == len(method_keys) * len(modes) * len(instances) else None
 
 
+def read_done(out: Path | None) -> pd.DataFrame:
+    """The rows `out` holds (empty without it); a csv without a mode column holds greedy rows only."""
+    if out is None or not out.is_file():
+        return pd.DataFrame()
+    done = pd.read_csv(out, dtype={"setting": str})
+    if "mode" not in done.columns:
+        done.insert(done.columns.get_loc("setting") + 1, "mode", "greedy")
+    return done
+
+
 def evaluate(params: dict, settings, method_keys, max_n, modes=("greedy",), out: Path | None = None) -> pd.DataFrame:
     """Every (setting, seed, method, mode, instance) as a row; with `out`, the csv is read first (a
-    (setting, seed) it holds in full is not decoded again) and rewritten after each (setting, seed)."""
+    (setting, seed, mode) it holds in full is not decoded again) and rewritten after each (setting, seed)."""
     instances = load_cvrplib(max_n=max_n)
-    done = pd.read_csv(out, dtype={"setting": str}) if out is not None and out.is_file() else pd.DataFrame()
+    done = read_done(out)
     n_train, run = params["n_train"], params["run"]
     n_max = max(params["n_max"], max(instance.n for instance in instances) + 1)
     net, table = study.ensure_scales(16, n_train, n_max, run=run)
@@ -74,23 +85,27 @@ def evaluate(params: dict, settings, method_keys, max_n, modes=("greedy",), out:
             if not all((study.models_folder(run) / f"{name}.pt").is_file() for name in names.values()):
                 print(f"{setup['setting']} seed {seed}: no exported policy in results/{run}/models/ yet; skipped")
                 continue
-            held = _held(done, setup["setting"], seed, [m.key for m in methods], modes, instances)
-            if held is not None:
-                print(f"{setup['setting']} seed {seed}: read back from {out.name}")
-                rows += held.to_dict("records")
+            held = {mode: _held(done, setup["setting"], seed, [m.key for m in methods], [mode], instances)
+                    for mode in modes}
+            for part in held.values():
+                rows += [] if part is None else part.to_dict("records")
+            missing = [mode for mode, part in held.items() if part is None]
+            if len(missing) < len(modes):
+                print(f"{setup['setting']} seed {seed}: {', '.join(m for m in modes if m not in missing)} "
+                      f"read back from {out.name}")
+            if not missing:
                 continue
             models = study.load_policies(sorted(set(names.values())), run=run)
-            for method in tqdm(methods, desc=f"{setup['setting']} seed {seed}", mininterval=2.0):
+            for method in tqdm(methods, desc=f"{setup['setting']} seed {seed} ({', '.join(missing)})", mininterval=2.0):
                 model = models[names[method.model_key]]
                 for instance in instances:
-                    for mode in modes:
+                    for mode in missing:
                         _, cost = solve(model, instance, method, mode)
                         rows.append({"setting": setup["setting"], "mode": mode, "method": method.key, "seed": seed,
                                      "name": instance.name, "n": instance.n, "band": instance.band, "cost": cost,
                                      "best_known": instance.best_known, "gap_pct": 100 * (cost / instance.best_known - 1)})
-            if out is not None:
-                _write(pd.concat([done[~((done.setting == setup["setting"]) & (done.seed == seed))] if len(done)
-                                  else done, pd.DataFrame(rows)]).drop_duplicates(
+            if out is not None:  # what the csv held (other methods and modes too), with this seed's rows over it
+                _write(pd.concat([done, pd.DataFrame(rows)]).drop_duplicates(
                     ["setting", "mode", "method", "seed", "name"], keep="last"), out)
     return pd.DataFrame(rows)
 

@@ -67,3 +67,17 @@ def test_a_seed_the_csv_holds_in_full_is_read_back_and_a_partial_one_is_decoded_
     assert held(done, "C10", 4, ["inv_sqrt_d"], ["greedy"], instances) is None  # another seed
     assert held(done, "C10", 3, ["log_N"], ["greedy"], instances) is None  # a method it lacks
     assert held(pd.DataFrame(), "C10", 3, ["eie"], ["greedy"], instances) is None
+
+
+def test_a_csv_without_a_mode_column_is_read_as_greedy_so_only_the_symmetry_mode_is_decoded(tmp_path):
+    script = script_module("cvrplib_gaps")
+    instances = load_cvrplib(["X-n101-k25", "X-n110-k13"])
+    old = pd.DataFrame([{"setting": "C2", "method": method, "seed": 0, "name": x.name, "n": x.n, "cost": 7}
+                        for method in ("inv_sqrt_d", "eie") for x in instances])
+    old.to_csv(tmp_path / "cvrplib.csv", index=False)
+    done = script.read_done(tmp_path / "cvrplib.csv")
+    assert list(done.columns[:2]) == ["setting", "mode"] and set(done["mode"]) == {"greedy"}
+    assert done.setting.tolist() == ["C2"] * 4  # read as text, as the settings are named
+    assert len(script._held(done, "C2", 0, ["inv_sqrt_d", "eie"], ["greedy"], instances)) == 4
+    assert script._held(done, "C2", 0, ["inv_sqrt_d", "eie"], ["augment8"], instances) is None
+    assert script.read_done(tmp_path / "absent.csv").empty and script.read_done(None).empty
