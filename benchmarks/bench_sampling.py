@@ -1,8 +1,10 @@
 """Best-of-K sampling with one encoding per instance (`AttentionModel.rollout(..., copies=K)`, what
 `eie.decoding.mode_costs` runs) against encoding each of the K copies, in the same run: TSP, an
 untrained paper-size model (3 layers, width 128), n = 200 and 400, K = 16. Both give the same
-solutions (the draws are checked equal); the encoder is what the first saves. Medians over
---repeats calls, the two alternating. Run: python benchmarks/bench_sampling.py [--repeats 3] [--batch 8]
+solutions (the draws are checked equal); the encoder is what the first saves. Then, at n >=
+`eie.model.SHRINK_FROM`, the rollout that drops visited nodes from its key cache against one that
+keeps every column (same draws, checked). Medians over --repeats calls, the two alternating.
+Run: python benchmarks/bench_sampling.py [--repeats 3] [--batch 8]
 """
 
 import argparse
@@ -11,6 +13,7 @@ import time
 
 import torch
 
+from eie import model as model_module
 from eie.problems.base import CheckedInstance
 from eie.training import TrainConfig, build_model
 
@@ -48,6 +51,21 @@ def main() -> None:
         a, b = statistics.median(times_each), statistics.median(times_once)
         print(f"n = {n}: encode every copy {1e3 * a / (args.batch * args.k):.1f} ms per solution, "
               f"encode once {1e3 * b / (args.batch * args.k):.1f} ms; {a / b:.2f}x faster (same tours)")
+        if n < model_module.SHRINK_FROM:
+            continue
+        times_keep, times_drop = [], []
+        for _ in range(args.repeats):
+            shrink_from, model_module.SHRINK_FROM = model_module.SHRINK_FROM, n + 1
+            t_keep, tours_keep = timed(once)
+            model_module.SHRINK_FROM = shrink_from
+            t_drop, tours_drop = timed(once)
+            if not torch.equal(tours_keep, tours_drop):
+                raise SystemExit(f"n = {n}: keeping and dropping visited nodes drew different tours")
+            times_keep.append(t_keep)
+            times_drop.append(t_drop)
+        a, b = statistics.median(times_keep), statistics.median(times_drop)
+        print(f"n = {n}: keep every column {1e3 * a / (args.batch * args.k):.1f} ms per solution, "
+              f"drop visited nodes {1e3 * b / (args.batch * args.k):.1f} ms; {a / b:.2f}x faster (same tours)")
 
 
 if __name__ == "__main__":

@@ -90,14 +90,15 @@ def test_the_sync_counter_sees_a_read_back():
 
 
 def test_dropping_retired_nodes_reads_back_a_bounded_number_of_times(monkeypatch):
-    """A long greedy rollout checks SHRINKS times per n steps whether to shrink its key cache (one
-    number read back each time), however long it is."""
+    """A long greedy or sampled rollout checks SHRINKS times per n steps whether to shrink its key
+    cache (one number read back each time), however long it is."""
     from eie import model as model_module
 
     monkeypatch.setattr(model_module, "SHRINK_FROM", 8)
     model, _ = _models("tsp", {})
     for n in (32, 128):
         instance = model.problem.generate(4, n, torch.Generator().manual_seed(0))
-        with torch.no_grad(), HostSyncs() as syncs:
-            model.rollout(instance)
-        assert syncs.ops == {"_local_scalar_dense": model_module.SHRINKS - 1}
+        for decode in ("greedy", "sample"):
+            with torch.no_grad(), HostSyncs() as syncs:
+                model.rollout(instance, decode, torch.Generator().manual_seed(1))
+            assert syncs.ops == {"_local_scalar_dense": model_module.SHRINKS - 1}, decode

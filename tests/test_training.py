@@ -255,9 +255,9 @@ def test_paired_t_test_direction():
 @pytest.mark.parametrize("problem, options, n", [("tsp", {}, 30), ("cvrp", {"capacity": 10}, 30),
                                                  ("bpp", {"length": 120, "width": 100}, 8)])
 def test_the_fast_decoding_step_gives_the_reference_solutions_and_likelihoods(problem, options, n, monkeypatch):
-    """Issue 13: the fast decoding step (glimpse and pointer as plain products with transposed keys;
-    greedy decoding dropping retired nodes from its cache, here from n = 8 on) against the reference
-    step it replaced (the fused attention kernel, every column), greedy and sampled, with a rule that
+    """The fast decoding step (glimpse and pointer as plain products with transposed keys; greedy
+    and sampled decoding dropping retired nodes from their cache, here from n = 8 on) against the
+    reference step (the fused attention kernel, every column), greedy and sampled, with a rule that
     changes the scale, for every problem, on fixed seeds."""
     monkeypatch.setattr(model_module, "SHRINK_FROM", 8)
     shrinks = []
@@ -268,12 +268,13 @@ def test_the_fast_decoding_step_gives_the_reference_solutions_and_likelihoods(pr
     instance = model.problem.generate(16, n, torch.Generator().manual_seed(1))
     with torch.no_grad():
         for decode in ("greedy", "sample"):
+            shrinks.clear()
             fast, ll_fast = model.rollout(instance, decode, torch.Generator().manual_seed(2))
+            assert shrinks, decode  # the rollout did drop retired nodes
             reference, ll_reference = model.rollout(instance, decode, torch.Generator().manual_seed(2), reference=True)
             assert torch.equal(fast, reference)
             assert torch.allclose(ll_fast, ll_reference, rtol=1e-5, atol=1e-4)
             assert ll_fast.abs().max() > 1  # the likelihoods compared are not trivially zero
-    assert shrinks  # the greedy rollout did drop retired nodes
     # Training's sampled rollout: decoding without gradients, then the likelihood of all steps replayed at
     # once (the loop with gradients for bin packing, whose placement head is not replayed).
     for n_mode in ("instance", "unmasked"):
@@ -350,3 +351,22 @@ def test_a_batchnorm_encoder_trains_decodes_and_keeps_the_layernorm_checkpoints_
     assert load_trained(result.checkpoint).state_dict().keys() == result.model.state_dict().keys()
     assert "normalization" not in TrainConfig(**SMALL).resume_key()["model"]
     assert config.resume_key()["model"]["normalization"] == "batch"
+
+
+def test_a_sampled_step_draws_what_multinomial_draws_whatever_columns_the_cache_keeps():
+    """`draw` is torch.multinomial(p, 1)'s draw, generator state included; over a cache that kept some
+    columns it picks the node the full row would (the dropped nodes have p = 0)."""
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(32, 50, generator=g) * 3
+    dropped = torch.rand(32, 50, generator=g) < 0.6
+    dropped[:, 7] = False
+    log_p = torch.log_softmax(logits.masked_fill(dropped, float("-inf")), 1)
+    a, b = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+    expected = torch.multinomial(log_p.exp(), 1, generator=a)[:, 0]
+    assert torch.equal(model_module.draw(log_p, None, 50, b), expected)
+    assert torch.equal(torch.rand(4, generator=a), torch.rand(4, generator=b))  # the same random numbers used
+    columns = torch.sort(dropped.to(torch.int8), dim=1, stable=True).indices[:, :int((~dropped).sum(1).max())]
+    kept = torch.log_softmax(logits.gather(1, columns).masked_fill(dropped.gather(1, columns), float("-inf")), 1)
+    shrunk = columns.gather(1, model_module.draw(kept, columns, 50, torch.Generator().manual_seed(1))[:, None])[:, 0]
+    assert torch.equal(shrunk, expected)
+    assert len(set(expected.tolist())) > 5  # rows draw different nodes

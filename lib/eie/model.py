@@ -39,9 +39,10 @@ from .problems.base import CheckedInstance
 # What the encoder's linear layers may compute in: "bfloat16" runs them under autocast (a training
 # option, `eie.training.TrainConfig.precision`); the attention softmax and the decoder stay float32.
 PRECISIONS = ("float32", "bfloat16")
-# A greedy rollout over n >= SHRINK_FROM nodes drops the nodes no instance can choose again from its
-# key cache, checking SHRINKS times per n steps (each check reads one number from the device). Sampling
-# keeps every column: its random draws depend on the number of columns.
+# A rollout over n >= SHRINK_FROM nodes drops the nodes no instance can choose again from its key
+# cache, checking SHRINKS times per n steps (each check reads one number from the device). A sampled
+# step still draws one random number per node of the instance (`draw`), so its draws do not depend on
+# the columns the cache keeps.
 SHRINK_FROM = 256
 SHRINKS = 32
 SHRINK_AT = 0.125  # the share of retired columns that makes a check shrink the cache
@@ -181,6 +182,17 @@ class DecoderCache:
         return nodes.gather(1, index.expand(-1, -1, *nodes.shape[2:]))
 
 
+def draw(log_p: torch.Tensor, columns: torch.Tensor | None, n: int, generator: torch.Generator | None) -> torch.Tensor:
+    """One action per row (B,) drawn from exp(log_p) (B, m) over the cache's `columns` of n nodes, as
+    `torch.multinomial(p, 1)` draws it: argmax of p / q with q ~ Exp(1), one q per node. q is drawn for
+    all n nodes whatever the cache keeps, so a shrunk cache draws what the full one would (the dropped
+    nodes have p = 0) and leaves `generator` where multinomial leaves it."""
+    q = torch.empty(log_p.shape[0], n, device=log_p.device, dtype=log_p.dtype).exponential_(1, generator=generator)
+    if columns is not None:
+        q = q.gather(1, columns)
+    return (log_p.exp() / q).argmax(1)
+
+
 class Decoder(nn.Module):
     def __init__(self, config: ModelConfig, step_context: nn.Module):
         super().__init__()
@@ -300,9 +312,9 @@ class AttentionModel(nn.Module):
         decode: "greedy" or "sample" (draws from `generator`). copies: decode that many copies of
         every instance (rows copy-major, B = copies x the instances: the layout of
         `value.repeat(copies, ...)`), encoding each instance once; the encoder is about 40 % of a
-        sampled rollout of a 200-city tour, so best-of-K sampling needs it once, not K times. A greedy rollout over n >= SHRINK_FROM
+        sampled rollout of a 200-city tour, so best-of-K sampling needs it once, not K times. A rollout over n >= SHRINK_FROM
         nodes drops the nodes no instance can choose again from its key cache as it goes (same
-        solutions; the step's cost falls with the nodes left). recompute_each_step: re-project the
+        solutions and draws; the step's cost falls with the nodes left). recompute_each_step: re-project the
         node keys and values at every step. reference: the straightforward decoding step
         (`Decoder.step`), every column kept. Both for tests and benchmarks only.
         """
@@ -350,7 +362,7 @@ class AttentionModel(nn.Module):
         n = cache.nodes.shape[1]
         log_likelihood = torch.zeros(cache.nodes.shape[0], device=cache.nodes.device)
         fixed = whole = None if self.attention.n_mode == "unmasked" else self.glimpse_context(instance, state)
-        shrink = decode == "greedy" and not (record or reference or recompute_each_step) and n >= SHRINK_FROM
+        shrink = not (record or reference or recompute_each_step) and n >= SHRINK_FROM
         shrink_every = max(n // SHRINKS, 1) if shrink else None
         steps = []  # what `record` keeps of each step: (context inputs, mask, glimpse n, action)
         limit, taken = self.problem.max_steps(instance), 0
@@ -373,7 +385,7 @@ class AttentionModel(nn.Module):
             if decode == "greedy":
                 choice = log_p.argmax(dim=1)
             else:
-                choice = torch.multinomial(log_p.exp(), 1, generator=generator)[:, 0]
+                choice = draw(log_p, cache.columns, n, generator)
             action = choice if cache.columns is None else cache.columns.gather(1, choice[:, None])[:, 0]
             if record:
                 steps.append((self.decoder.step_context.inputs(state), state.mask(), ctx.n, action))
