@@ -100,13 +100,17 @@ def test_the_decoding_modes_figure_draws_each_seeds_effect_and_their_mean():
                          "mean": level * (1 + eie_effect / 100)})
     fig = decoding_modes_figure(pd.DataFrame(rows))
     mode_itself, greedy, sampled = fig.axes
-    assert [ax.get_title() for ax in fig.axes] == ["the mode itself", "greedy", "sample16"]
+    assert [ax.get_title() for ax in fig.axes] == ["the mode itself", "greedy (3 seeds)", "sample16 (3 seeds)"]
     seeds = greedy.get_lines()[0].get_ydata()  # the per-seed points come first
     assert np.allclose(sorted(seeds), [-2.0, -1.0, 0.0])
     mean_line = next(line for line in greedy.get_lines() if line.get_marker() == "s")
     assert np.allclose(mean_line.get_ydata(), [-1.0])
     mode_mean = next(line for line in mode_itself.get_lines() if line.get_marker() == "s")
     assert np.allclose(mode_mean.get_ydata(), [10.0])  # sampling 11 against greedy 10: +10 %
+    # a problem without one of the modes gets its panel marked, not left blank
+    rows += [{**row, "problem": "cvrp", "setting": "C10"} for row in rows if row["mode"] == "greedy"]
+    titles = [ax.get_title() for ax in decoding_modes_figure(pd.DataFrame(rows)).axes]
+    assert titles[3:] == ["CVRP C10: the mode itself", "CVRP C10: greedy (3 seeds)", "CVRP C10: sample16 (0 seeds)"]
 
 
 def test_the_decoding_modes_table_gives_each_seeds_effect_under_the_same_mode(tmp_path):

@@ -184,7 +184,10 @@ def modes_markdown(frame: pd.DataFrame, source: str = "decoding_modes.csv", gaps
                          "per seed": ", ".join(f"{v:+.2f}" for v in effects), "effect": describe(summary)})
         lines += [f"## {problem.upper()}{' ' + setting if setting else ''}", ""]
         levels = part.groupby(["method", "n", "mode"], sort=False)["mean"].mean().unstack("mode")
-        lines += ["Mean objective by mode (mean over the seeds done): does the mode itself help?", "",
+        seeds = part.groupby(["n", "mode"], sort=False).seed.nunique()
+        fewer = "; ".join(f"{mode} at n = {n} on {k} of {seeds.max()}" for (n, mode), k in seeds.items() if k < seeds.max())
+        lines += ["Mean objective by mode (mean over the seeds done"
+                  + (f"; fewer seeds: {fewer}" if fewer else "") + "): does the mode itself help?", "",
                   "| method | n | " + " | ".join(levels.columns) + " |", "|---|---|" + "---|" * len(levels.columns)]
         lines += [f"| {method_label(m)} | {n} | " + " | ".join(f"{v:.3f}" for v in row) + " |"
                   for (m, n), row in levels.iterrows()]

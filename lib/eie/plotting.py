@@ -358,8 +358,8 @@ def decoding_modes_figure(frame, base: str = "inv_sqrt_d"):
     (columns problem, setting, seed, n, mode, method, mean). A row per problem and setting: first, the
     `base` model's objective under each mode relative to its own greedy decoding (%: does the mode
     itself help?); then a panel per mode with each method against `base` under that same mode, at
-    the same n and seed (%). Faint points are seeds; squares the mean over seeds with its 95 % t
-    interval (none with one seed)."""
+    the same n and seed (%), titled with the seeds it holds ("not run" where a row lacks the mode).
+    Faint points are seeds; squares the mean over seeds with its 95 % t interval (none with one seed)."""
     groups = list(dict.fromkeys(zip(frame.problem, frame.setting, strict=True)))
     modes = list(dict.fromkeys(frame["mode"]))
     spread = lambda k: np.linspace(-0.06, 0.06, k) if k > 1 else [0.0]  # noqa: E731  (octaves between series)
@@ -387,7 +387,11 @@ def decoding_modes_figure(frame, base: str = "inv_sqrt_d"):
                 if (method, mode) in present and (base, mode) in present:
                     _effects_with_interval(ax, _mode_effect(part, method, mode, base, mode), _decoding_style(method),
                                            offset, method_label(method), top=method == "eie", maximise=maximise)
-            ax.set(title=f"{name}{mode}", ylabel=f"vs {methods.label(base)}, same mode (%)")
+            seeds = rows[rows["mode"] == mode].seed.nunique()
+            if not seeds:
+                ax.text(0.5, 0.5, "not run", transform=ax.transAxes, ha="center", va="center", color="grey")
+                ax.set_yticks([])
+            ax.set(title=f"{name}{mode} ({seeds} seed{'s' * (seeds != 1)})", ylabel=f"vs {methods.label(base)}, same mode (%)")
         for ax in axes[row]:
             ax.axhline(0, color="black", lw=0.8)
             ax.set_xscale("log")
