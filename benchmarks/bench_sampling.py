@@ -40,33 +40,34 @@ def main() -> None:
         repeated = CheckedInstance({key: value.repeat(args.k, *([1] * (value.dim() - 1))) for key, value in instance.items()})
         each = lambda r=repeated: model.rollout(r, "sample", torch.Generator().manual_seed(1))[0]  # noqa: E731
         once = lambda i=instance: model.rollout(i, "sample", torch.Generator().manual_seed(1), copies=args.k)[0]  # noqa: E731
-        times_each, times_once = [], []
-        for _ in range(args.repeats):
-            t_each, tours_each = timed(each)
-            t_once, tours_once = timed(once)
-            if not torch.equal(tours_each, tours_once):
-                raise SystemExit(f"n = {n}: the two paths drew different tours")
-            times_each.append(t_each)
-            times_once.append(t_once)
-        a, b = statistics.median(times_each), statistics.median(times_once)
-        print(f"n = {n}: encode every copy {1e3 * a / (args.batch * args.k):.1f} ms per solution, "
-              f"encode once {1e3 * b / (args.batch * args.k):.1f} ms; {a / b:.2f}x faster (same tours)")
-        if n < model_module.SHRINK_FROM:
-            continue
-        times_keep, times_drop = [], []
-        for _ in range(args.repeats):
-            shrink_from, model_module.SHRINK_FROM = model_module.SHRINK_FROM, n + 1
-            t_keep, tours_keep = timed(once)
-            model_module.SHRINK_FROM = shrink_from
-            t_drop, tours_drop = timed(once)
-            if not torch.equal(tours_keep, tours_drop):
-                raise SystemExit(f"n = {n}: keeping and dropping visited nodes drew different tours")
-            times_keep.append(t_keep)
-            times_drop.append(t_drop)
-        a, b = statistics.median(times_keep), statistics.median(times_drop)
-        print(f"n = {n}: keep every column {1e3 * a / (args.batch * args.k):.1f} ms per solution, "
-              f"drop visited nodes {1e3 * b / (args.batch * args.k):.1f} ms; {a / b:.2f}x faster (same tours)")
+        per_solution = args.batch * args.k
+        compare(n, each, once, ("encode every copy", "encode once"), args.repeats, per_solution)
+        if n >= model_module.SHRINK_FROM:
+            compare(n, lambda f=once, n=n: keeping_every_column(f, n), once, ("keep every column", "drop visited nodes"),
+                    args.repeats, per_solution)
 
+
+def keeping_every_column(rollout, n: int):
+    """`rollout()` with the key cache keeping all n columns (SHRINK_FROM above n for the call)."""
+    shrink_from, model_module.SHRINK_FROM = model_module.SHRINK_FROM, n + 1
+    try:
+        return rollout()
+    finally:
+        model_module.SHRINK_FROM = shrink_from
+
+
+def compare(n: int, slow, fast, names, repeats: int, per_solution: int) -> None:
+    """Time `slow` and `fast` alternately `repeats` times, require the same tours, print the medians per solution."""
+    times = ([], [])
+    for _ in range(repeats):
+        (t_slow, tours_slow), (t_fast, tours_fast) = timed(slow), timed(fast)
+        if not torch.equal(tours_slow, tours_fast):
+            raise SystemExit(f"n = {n}: {names[0]} and {names[1]} drew different tours")
+        times[0].append(t_slow)
+        times[1].append(t_fast)
+    a, b = statistics.median(times[0]), statistics.median(times[1])
+    print(f"n = {n}: {names[0]} {1e3 * a / per_solution:.1f} ms per solution, "
+          f"{names[1]} {1e3 * b / per_solution:.1f} ms; {a / b:.2f}x faster (same tours)")
 
 if __name__ == "__main__":
     main()
