@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from eie import methods
-from eie.decoding import SYMMETRIES, constant_factor, mode_costs, parse_mode, symmetric
+from eie.decoding import SYMMETRIES, constant_factor, mode_costs, parse_mode, sampled_costs, symmetric
 from eie.decoding_modes import (
     COLUMNS,
     _check_reproduced,
@@ -54,6 +54,15 @@ def test_best_of_k_and_augmentation_never_lose_to_their_parts_and_sampling_repro
                                                                                        "sample32", seed=5)
     assert torch.all(many <= one + 1e-5)  # the first draw of each instance is among the 32
     assert torch.equal(many, mode_costs(tsp_model, instance, None, "sample32", seed=5))  # seeded
+
+
+def test_every_sample_is_kept_with_its_likelihood_and_the_best_is_what_best_of_k_returns(tsp_model):
+    instance = dict(tsp_model.problem.generate(5, 12, torch.Generator().manual_seed(4)))
+    costs, log_likelihood = sampled_costs(tsp_model, instance, None, 16, seed=9, chunk=32)  # two instances a chunk
+    assert costs.shape == log_likelihood.shape == (16, 5)
+    assert torch.equal(costs.min(0).values, mode_costs(tsp_model, instance, None, "sample16", seed=9, chunk=32))
+    assert torch.all(log_likelihood <= 0) and torch.all(log_likelihood > -12 * np.log(12))  # log p of a tour of 12
+    assert costs.std(0).min() > 0  # the samples of an instance differ (an untrained policy is nearly uniform)
 
 
 def test_cvrp_decodes_under_every_mode_and_the_best_never_loses_to_greedy():

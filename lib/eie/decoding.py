@@ -11,6 +11,8 @@ same mode.
   so reruns with the same `chunk` reproduce: the draws depend on how instances are batched) and "augment8" (greedy on each of the 8 flips and rotations of the
   coordinates, best of 8; distances, hence costs, are unchanged by these maps). Every solution
   passes the problem's feasibility check.
+- `sampled_costs(model, instance, method, k, seed)`: every one of the K sampled solutions' costs and
+  log-likelihoods, not only the best (how far the samples spread).
 - `constant_factor(method, f)`: a method's model with lambda = f / sqrt(d) at every n.
 """
 
@@ -80,19 +82,30 @@ def mode_costs(model: AttentionModel, instance: dict, method: BoundMethod | None
             raise ValueError(f"{model.problem.name} instances have no coordinates to transform: use greedy or sample<K>")
         costs = torch.stack([greedy_costs(model, symmetric(instance, *s), method, chunk=chunk) for s in SYMMETRIES])
         return costs.min(0).values
+    return sampled_costs(model, instance, method, k, seed, chunk)[0].min(0).values
+
+
+@torch.no_grad()
+def sampled_costs(model: AttentionModel, instance: dict, method: BoundMethod | None, k: int, seed: int = 0,
+                  chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+    """The costs and summed log-likelihoods, both (K, B), of K solutions per instance drawn from
+    `model` with `method` applied (the draws of `mode_costs`' "sample<K>" with the same seed and
+    chunk; each instance encoded once). Every solution passes the problem's feasibility check. The
+    mean of -log-likelihood / steps estimates the entropy per step of the policy's solutions."""
+    instance = model.problem.check_instance(instance)
     batch = next(iter(instance.values())).shape[0]
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(seed)
     per_chunk = max(1, chunk // k)
-    best = []
+    costs, log_likelihoods = [], []
     model.eval()
     with method_applied(model, method):
         for start in range(0, batch, per_chunk):
             part = CheckedInstance({key: value[start:start + per_chunk].to(device) for key, value in instance.items()})
             seen = part if method is None else method.seen_by_model(part, model.problem)
-            solution, _ = model.rollout(seen, "sample", generator, copies=k)  # each instance encoded once
+            solution, log_likelihood = model.rollout(seen, "sample", generator, copies=k)  # each instance encoded once
             repeated = CheckedInstance({key: value.repeat(k, *([1] * (value.dim() - 1))) for key, value in part.items()})
             model.problem.check(repeated, solution)
-            costs = model.problem.cost(repeated, solution).view(k, -1)
-            best.append(costs.min(0).values)
-    return torch.cat(best)
+            costs.append(model.problem.cost(repeated, solution).view(k, -1))
+            log_likelihoods.append(log_likelihood.view(k, -1))
+    return torch.cat(costs, 1), torch.cat(log_likelihoods, 1)
