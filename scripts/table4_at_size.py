@@ -11,8 +11,10 @@ instances are drawn before the clock starts; each timed region holds the method'
 net's evaluation included), decoding and the feasibility check of every solution, as notebook 04's
 Table 4 cell does. Each block's seconds and mean objective per method are appended to
 results/<run>/table4_at_size.csv as it ends, so an interrupted run resumes at the first block the csv
-lacks. The table (results/<run>/table4_at_size.md): hours per method as the sum over blocks, EIE's
-extra time, the median over blocks of the ratio of the two methods' seconds, and the paper's hours.
+lacks (the csv records n, the model, the block size, the chunk and the test seed; a run asking for
+others is refused rather than mixed in). The table (results/<run>/table4_at_size.md): hours per
+method as the sum over blocks, EIE's extra time, the median over blocks of the ratio of the two
+methods' seconds, and the paper's hours.
 Timings depend on the machine and on what else runs on it: the csv records the torch thread count
 and the machine's load average at each block.
 """
@@ -39,6 +41,8 @@ from eie.paper import PAPER_CVRP_TIME_H  # noqa: E402
 
 METHODS = ("inv_sqrt_d", "eie")
 COLUMNS = ["block", "method", "instances", "seconds", "objective", "threads", "load_1min"]
+# what the csv's blocks were measured with: a resumed run must ask for the same
+SETUP = ["n", "model", "block_size", "chunk", "test_seed"]
 
 
 def block_instances(problem, n: int, block: int, size: int, test_seed: int) -> dict:
@@ -48,14 +52,31 @@ def block_instances(problem, n: int, block: int, size: int, test_seed: int) -> d
     return problem.generate(size, n, generator)
 
 
-def read_blocks(csv: Path) -> pd.DataFrame:
-    return pd.read_csv(csv) if csv.is_file() else pd.DataFrame(columns=COLUMNS)
+def read_blocks(csv: Path, setup: dict) -> pd.DataFrame:
+    """The blocks `csv` holds (none without it); refused if they were measured with another setup."""
+    if not csv.is_file():
+        return pd.DataFrame(columns=SETUP + COLUMNS)
+    done = pd.read_csv(csv, dtype={"model": str}, keep_default_na=False)
+    held = {key: done[key].iloc[0] for key in SETUP} if len(done) else setup
+    differs = [f"{key} {held[key]} (asked {setup[key]})" for key in SETUP if str(held[key]) != str(setup[key])]
+    if differs:
+        raise SystemExit(f"{csv} holds blocks measured with {', '.join(differs)}: move it away to time this setup")
+    return done
 
 
-def time_blocks(model, methods, n: int, blocks: int, size: int, chunk: int, test_seed: int, csv: Path) -> pd.DataFrame:
-    """Decode and time every block the csv lacks (see the module's docstring); returns the csv's rows."""
-    done = read_blocks(csv)
+def time_blocks(model, methods, n: int, blocks: int, size: int, chunk: int, test_seed: int, csv: Path,
+                model_name: str = "") -> pd.DataFrame:
+    """Decode and time every block the csv lacks (see the module's docstring); returns the csv's rows
+    of blocks 0 .. blocks - 1. Both methods decode a few instances first, untimed, so that no block
+    pays for the first call's one-time costs."""
+    setup = {"n": n, "model": model_name, "block_size": size, "chunk": chunk, "test_seed": test_seed}
+    done = read_blocks(csv, setup)
     todo = [b for b in range(blocks) if b not in set(done.block)]
+    if todo:
+        warm_up = block_instances(model.problem, n, todo[0], min(size, chunk), test_seed)
+        for method in methods:
+            with torch.no_grad():
+                greedy_costs(model, warm_up, method, chunk=chunk)
     for block in tqdm(todo, desc=f"n = {n}, blocks of {size}", mininterval=5.0):
         instances = block_instances(model.problem, n, block, size, test_seed)
         rows = []
@@ -64,14 +85,14 @@ def time_blocks(model, methods, n: int, blocks: int, size: int, chunk: int, test
             with torch.no_grad():
                 costs = greedy_costs(model, instances, method, chunk=chunk)
             seconds = time.perf_counter() - start
-            rows.append({"block": block, "method": method.key, "instances": size, "seconds": seconds,
+            rows.append({**setup, "block": block, "method": method.key, "instances": size, "seconds": seconds,
                          "objective": float(costs.mean()), "threads": torch.get_num_threads(),
                          "load_1min": os.getloadavg()[0]})
         done = pd.concat([done, pd.DataFrame(rows)], ignore_index=True) if len(done) else pd.DataFrame(rows)
         partial = csv.with_name(csv.name + ".partial")
         done.to_csv(partial, index=False, float_format="%.6g")
         partial.replace(csv)
-    return done
+    return done[done.block < blocks]
 
 
 def table(done: pd.DataFrame, n: int, base: str = "inv_sqrt_d", method: str = "eie") -> str:
@@ -121,13 +142,16 @@ def main() -> int:
     name = study.model_name("cvrp", "inv_sqrt_d", n_train, args.seed, setup["tag"])
     if not (study.models_folder(run) / f"{name}.pt").is_file():
         parser.error(f"no exported policy {name} in results/{run}/models/: train and export the run first")
+    if not n_train < args.n <= params["n_max"]:
+        parser.error(f"--n must lie above the training length and within the run's n_max ({n_train} < n <= "
+                     f"{params['n_max']}), where its EIE net was fitted; got {args.n}")
     model = study.load_policies([name], run=run)[name]
     d = model.config.head_dim
-    net, scale_table = study.ensure_scales(d, n_train, max(params["n_max"], args.n), run=run)
+    net, scale_table = study.ensure_scales(d, n_train, params["n_max"], run=run)
     methods = extrapolation.bind_methods(list(METHODS), d, n_train, net, scale_table)
     csv = study.results_dir(run) / "table4_at_size.csv"
     done = time_blocks(model, methods, args.n, args.instances // args.block, args.block, args.chunk,
-                       params["test_seed"], csv)
+                       params["test_seed"], csv, model_name=name)
     text = table(done, args.n)
     csv.with_suffix(".md").write_text(text + "\n")
     print(text)

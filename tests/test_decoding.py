@@ -56,13 +56,21 @@ def test_best_of_k_and_augmentation_never_lose_to_their_parts_and_sampling_repro
     assert torch.equal(many, mode_costs(tsp_model, instance, None, "sample32", seed=5))  # seeded
 
 
-def test_every_sample_is_kept_with_its_likelihood_and_the_best_is_what_best_of_k_returns(tsp_model):
+def test_every_sample_is_kept_with_its_likelihood_in_the_rollouts_layout(tsp_model):
     instance = dict(tsp_model.problem.generate(5, 12, torch.Generator().manual_seed(4)))
-    costs, log_likelihood = sampled_costs(tsp_model, instance, None, 16, seed=9, chunk=32)  # two instances a chunk
+    costs, log_likelihood = sampled_costs(tsp_model, instance, None, 16, seed=9)  # one chunk: 80 solutions
     assert costs.shape == log_likelihood.shape == (16, 5)
-    assert torch.equal(costs.min(0).values, mode_costs(tsp_model, instance, None, "sample16", seed=9, chunk=32))
-    assert torch.all(log_likelihood <= 0) and torch.all(log_likelihood > -12 * np.log(12))  # log p of a tour of 12
-    assert costs.std(0).min() > 0  # the samples of an instance differ (an untrained policy is nearly uniform)
+    with torch.no_grad():  # the same draws made directly: rows are copy-major (copy j of instance i at j * 5 + i)
+        tours, direct = tsp_model.rollout(instance, "sample", torch.Generator().manual_seed(9), copies=16)
+    coords = instance["coords"]
+    for j, i in ((0, 0), (3, 2), (15, 4)):
+        tour = coords[i][tours[j * 5 + i]]
+        length = (tour - tour.roll(-1, 0)).norm(dim=-1).sum()
+        assert costs[j, i] == pytest.approx(float(length), rel=1e-5)
+        assert log_likelihood[j, i] == direct[j * 5 + i]
+    assert torch.all(log_likelihood < 0) and costs.std(0).min() > 0  # an untrained policy samples different tours
+    chunked = sampled_costs(tsp_model, instance, None, 16, seed=9, chunk=32)[0]  # two instances a chunk: other draws
+    assert torch.equal(chunked.min(0).values, mode_costs(tsp_model, instance, None, "sample16", seed=9, chunk=32))
 
 
 def test_cvrp_decodes_under_every_mode_and_the_best_never_loses_to_greedy():

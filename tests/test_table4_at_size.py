@@ -27,15 +27,15 @@ def test_blocks_are_resumed_from_the_csv_and_draw_the_same_instances(script, tmp
     first = script.time_blocks(model, methods, 12, blocks=3, size=4, chunk=2, test_seed=7, csv=csv)
     assert sorted(zip(first.block, first.method, strict=True)) == sorted((b, m.key) for b in range(3) for m in methods)
     assert first.method.tolist()[:4] == ["inv_sqrt_d", "log_N", "log_N", "inv_sqrt_d"]  # order alternates
-    assert (first.seconds > 0).all() and (first.instances == 4).all()
+    assert (first.instances == 4).all() and (first.n == 12).all()
 
     kept = pd.read_csv(csv)
     kept[kept.block < 2].to_csv(csv, index=False)  # as if stopped after two blocks
     decoded = []
     original = script.greedy_costs
-    monkeypatch.setattr(script, "greedy_costs", lambda *a, **k: decoded.append(1) or original(*a, **k))
+    monkeypatch.setattr(script, "greedy_costs", lambda m, x, *a, **k: decoded.append(len(x["coords"])) or original(m, x, *a, **k))
     again = script.time_blocks(model, methods, 12, blocks=3, size=4, chunk=2, test_seed=7, csv=csv)
-    assert len(decoded) == 2  # only the missing block, once per method
+    assert decoded == [2, 2, 4, 4]  # an untimed warm-up of each method, then only the missing block
     merged = first.merge(again, on=["block", "method"], suffixes=("", "_again"))
     assert len(merged) == 6  # the csv keeps six significant digits; a block decoded again gives the same greedy
     assert merged.objective_again.tolist() == pytest.approx(merged.objective.tolist(), rel=1e-5)
@@ -43,6 +43,17 @@ def test_blocks_are_resumed_from_the_csv_and_draw_the_same_instances(script, tmp
     decoded.clear()
     script.time_blocks(model, methods, 12, blocks=3, size=4, chunk=2, test_seed=7, csv=csv)
     assert decoded == []  # a finished csv decodes nothing
+    assert set(script.time_blocks(model, methods, 12, blocks=2, size=4, chunk=2, test_seed=7, csv=csv).block) == {0, 1}
+
+
+@pytest.mark.parametrize("change", [{"n": 14}, {"size": 2}, {"test_seed": 8}, {"model_name": "another"}])
+def test_a_csv_measured_with_another_setup_is_refused_not_mixed_in(script, tmp_path, change):
+    model, methods = _model_and_methods()
+    csv = tmp_path / "table4_at_size.csv"
+    setup = {"n": 12, "blocks": 1, "size": 4, "chunk": 2, "test_seed": 7, "csv": csv, "model_name": "seed0"}
+    script.time_blocks(model, methods, **setup)
+    with pytest.raises(SystemExit, match=f"{next(iter(change)).replace('size', 'block_size').replace('_name', '')} "):
+        script.time_blocks(model, methods, **{**setup, **change})
 
 
 def test_each_block_has_its_own_instances(script):

@@ -82,7 +82,7 @@ def mode_costs(model: AttentionModel, instance: dict, method: BoundMethod | None
             raise ValueError(f"{model.problem.name} instances have no coordinates to transform: use greedy or sample<K>")
         costs = torch.stack([greedy_costs(model, symmetric(instance, *s), method, chunk=chunk) for s in SYMMETRIES])
         return costs.min(0).values
-    return sampled_costs(model, instance, method, k, seed, chunk)[0].min(0).values
+    return _sampled(model, instance, method, k, seed, chunk)[0].min(0).values
 
 
 @torch.no_grad()
@@ -92,7 +92,12 @@ def sampled_costs(model: AttentionModel, instance: dict, method: BoundMethod | N
     `model` with `method` applied (the draws of `mode_costs`' "sample<K>" with the same seed and
     chunk; each instance encoded once). Every solution passes the problem's feasibility check. The
     mean of -log-likelihood / steps estimates the entropy per step of the policy's solutions."""
-    instance = model.problem.check_instance(instance)
+    return _sampled(model, model.problem.check_instance(instance), method, k, seed, chunk)
+
+
+def _sampled(model: AttentionModel, instance: CheckedInstance, method: BoundMethod | None, k: int, seed: int,
+             chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`sampled_costs` on an instance already checked."""
     batch = next(iter(instance.values())).shape[0]
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(seed)

@@ -37,6 +37,8 @@ parser.add_argument("--seeds", type=int, nargs="+", default=None)
 parser.add_argument("--factor", type=float, default=1.25, help="the constant f of f/sqrt(d) (the TSP sweep's best)")
 parser.add_argument("--from-csv", action="store_true", help="read sampling_spread.csv instead of decoding")
 args = parser.parse_args()
+if args.k < 2 or args.instances < 1:
+    parser.error(f"--k must be at least 2 (a spread needs two samples) and --instances at least 1; got {args.k}, {args.instances}")
 
 preset = experiments.load("03_train_tsp", "presets/cpu_paper.yaml")
 run, n_train = preset["run"], preset["n_train"]
@@ -64,14 +66,17 @@ def measure() -> pd.DataFrame:
             for key, method in scales:
                 costs, log_likelihood = sampled_costs(model, test, method, args.k, seed=1000 * seed + n)
                 greedy = greedy_costs(model, test, method)
-                rows.append({"seed": seed, "n": n, "method": key, "instances": args.instances, "k": args.k,
+                rows.append({"seed": seed, "n": n, "method": key, "instances": len(test["coords"]), "k": args.k,
                              "greedy": float(greedy.mean()), "sample_mean": float(costs.mean()),
                              "sample_std": float(costs.std(0).mean()), "best_of_k": float(costs.min(0).values.mean()),
                              "entropy_per_step": float(-log_likelihood.mean() / n)})
             print(f"seed {seed} n = {n}: " + ", ".join(f"{r['method']} {r['best_of_k']:.3f}" for r in rows[-len(scales):]),
                   flush=True)
     frame = pd.DataFrame(rows)
-    frame.to_csv(out / "sampling_spread.csv", index=False, float_format="%.6g")
+    csv = out / "sampling_spread.csv"
+    if csv.is_file():  # the rows of other seeds and lengths stay; those measured again are replaced
+        frame = pd.concat([pd.read_csv(csv), frame]).drop_duplicates(["seed", "n", "method"], keep="last")
+    frame.sort_values(["seed", "n"], kind="stable").to_csv(csv, index=False, float_format="%.6g")
     return frame
 
 
@@ -117,6 +122,6 @@ n_shown = ", ".join(str(n) for n in sorted(effects.n.unique()))
 left.set(xlabel=f"mean of the {k} sampled lengths vs 1/sqrt(d) (%)", ylabel="best of 16 vs 1/sqrt(d), 256 instances (%)",
          title=f"TSP100, n = {n_shown}: one point per seed (label) and scale")
 right.set(xlabel="entropy per step vs 1/sqrt(d) (nats)", ylabel=f"std of the {k} sampled lengths vs 1/sqrt(d) (%)",
-          title="EIE: sharper steps, yet a wider spread of lengths")
+          title="spread of the sampled lengths against the entropy per step")
 left.legend(fontsize=8)
 print(f"figure: {save_figure(fig, 'sampling_spread', run)}")
