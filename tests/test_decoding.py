@@ -180,3 +180,48 @@ def test_stored_costs_keep_the_groups_another_run_wrote_meanwhile(tmp_path):
     held = read_costs(path)
     assert set(held) == set(written) == {tsp, cvrp}
     assert np.array_equal(held[cvrp], [3.0]) and np.array_equal(held[tsp], [9.0])  # its own values win
+
+
+def test_measure_resumes_skips_finished_groups_and_checks_what_it_decodes_again(tmp_path, monkeypatch, capsys):
+    """The decoding-modes measurement end to end on a scratch run: it writes one row per method,
+    decodes nothing on a rerun, decodes a group again when its per-instance objectives are lost (and
+    raises if the means then differ from the csv's), and skips a seed whose model is not exported."""
+    from eie import decoding_modes, experiments, paths, study
+    from eie.checkpoints import export_policy
+    from eie.training import train
+
+    root = tmp_path / "root"
+    (root / "lib" / "eie").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    monkeypatch.setenv(paths.ROOT_ENV_VAR, str(root))
+    monkeypatch.setattr(study, "ensure_scales", lambda *args, **kwargs: (None, None))  # log_N needs neither
+    params = experiments.load("03_train_tsp", run="scratch", n_train=6, n_max=12, test_size=8, seeds=[0, 1])
+    config = TrainConfig(problem="tsp", n_train=6, epochs=1, steps_per_epoch=1, batch_size=4, baseline_eval_size=4)
+    trained = train(config, tmp_path / "train", name="seed0", progress=False, device="cpu")
+    export_policy(trained.checkpoint, study.models_folder("scratch") / f"{study.model_name('tsp', 'inv_sqrt_d', 6, 0)}.pt")
+
+    decoded = []
+    original = decoding_modes.mode_costs
+    monkeypatch.setattr(decoding_modes, "mode_costs", lambda model, test, method, mode, **kw: decoded.append(
+        (method.key, mode)) or original(model, test, method, mode, **kw))
+    run = dict(params=params, notebook="03_train_tsp", seeds=[0, 1], lengths=[8, 12], modes=["greedy", "sample4"],
+               method_keys=["inv_sqrt_d", "log_N"], factors=[1.5], instances=6, progress=False)
+    csv = decoding_modes.measure(**run)
+    assert "tsp_inv_sqrt_d_n6_seed1: no exported policy yet; skipped" in capsys.readouterr().out
+    frame = decoding_modes.read_modes(csv)
+    assert len(frame) == len(decoded) == 2 * 2 * 3 and set(frame.seed) == {0} and (frame.instances == 6).all()
+    assert set(frame.method) == {"inv_sqrt_d", "log_N", "const_1.5"}
+    assert len(decoding_modes.read_costs(decoding_modes.costs_path(csv))) == 12
+
+    decoded.clear()
+    decoding_modes.measure(**run)
+    assert decoded == []  # every group finished: nothing decoded again
+
+    decoding_modes.costs_path(csv).unlink()  # objectives lost: decoded again, means checked against the csv
+    decoding_modes.measure(**{**run, "lengths": [8], "modes": ["sample4"]})
+    assert len(decoded) == 3 and len(decoding_modes.read_modes(csv)) == 12  # no row added
+    decoding_modes.costs_path(csv).unlink()
+    frame.loc[(frame.n == 8) & (frame["mode"] == "greedy") & (frame.method == "log_N"), "mean"] += 1.0
+    frame.to_csv(csv, index=False)
+    with pytest.raises(RuntimeError, match="does not reproduce"):
+        decoding_modes.measure(**{**run, "lengths": [8], "modes": ["greedy"]})

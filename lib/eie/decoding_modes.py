@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from . import extrapolation, study
 from .decoding import constant_factor, constant_key, method_label, mode_costs
@@ -73,7 +74,7 @@ def read_modes(path) -> pd.DataFrame:
 
 
 def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, factors=(), instances: int = 256,
-            out: Path | None = None) -> Path:
+            out: Path | None = None, progress: bool = True) -> Path:
     """Decode the first `instances` of the run's test set at each n in `lengths` with each method of
     `method_keys` (which must include 1/sqrt(d)) and each constant factor of `factors`, under each
     mode of `modes`, on the exported 1/sqrt(d) model of each seed of `notebook`'s settings (a seed
@@ -81,7 +82,8 @@ def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, fac
     reproduce. Rows go to `out` (default results/<run>/decoding_modes.csv), the per-instance
     objectives to `costs_path(out)`. A (problem, setting, seed, n, mode) already in both is skipped;
     one in the csv without its per-instance objectives is decoded again, and its means must agree
-    with the csv's (a check that the measurement reproduces). Returns the csv's path."""
+    with the csv's (a check that the measurement reproduces). `progress` shows a bar with one step
+    per (setting, seed, n, mode, method) and the group being decoded. Returns the csv's path."""
     if BASE not in method_keys:
         raise ValueError(f"method_keys must include {BASE!r} (every effect is against it); got {list(method_keys)}")
     out = out or study.results_dir(params["run"], create=False) / "decoding_modes.csv"
@@ -92,14 +94,18 @@ def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, fac
     bound = extrapolation.bind_methods(method_keys, 16, n_train, net, table)
     plain = next(m for m in bound if m.key == BASE)
     methods = [(m.key, m) for m in bound] + [(constant_key(f), constant_factor(plain, f)) for f in factors]
-    for setup in study.training_setups(notebook, params):
+    setups = study.training_setups(notebook, params)
+    bar = tqdm(total=len(setups) * len(seeds) * len(lengths) * len(modes) * len(methods), desc="decoding modes",
+               unit="decode", disable=not progress, mininterval=2.0)
+    for setup in setups:
         problem = make_problem(setup["config"]["problem"], **setup["config"].get("problem_options", {}))
         sign = -1.0 if problem.maximise else 1.0
         setting = setup["setting"]
         for seed in seeds:
             name = study.model_name(problem.name, BASE, n_train, seed, setup["tag"])
             if not (study.models_folder(run_name) / f"{name}.pt").is_file():
-                print(f"{name}: no exported policy yet; skipped", flush=True)
+                bar.write(f"{name}: no exported policy yet; skipped")
+                bar.update(len(lengths) * len(modes) * len(methods))
                 continue
             model = study.load_policies([name], run=run_name)[name]
             for n in lengths:
@@ -111,11 +117,14 @@ def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, fac
                     stored = done[here].set_index("method")["mean"]
                     keys = {key: (problem.name, setting, seed, n, mode, key) for key, _ in methods}
                     if len(stored) and all(keys[key] in costs for key in stored.index):
+                        bar.update(len(methods))
                         continue
                     rows = []
                     for key, method in methods:
                         if len(stored) and key not in stored.index:
+                            bar.update(1)
                             continue  # a method the stored rows do not have: not added to a finished group
+                        bar.set_postfix_str(f"{setting or problem.name} seed {seed} n={n} {mode} {key}")
                         started = time.perf_counter()
                         values = sign * mode_costs(model, test, method, mode, seed=1000 * seed + n).cpu().numpy()
                         costs[keys[key]] = values
@@ -123,15 +132,17 @@ def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, fac
                                      "method": key, "instances": len(values), "mean": float(values.mean()),
                                      "sem": float(values.std(ddof=1) / np.sqrt(len(values))),
                                      "seconds": time.perf_counter() - started})
+                        bar.update(1)
                     if len(stored):
                         _check_reproduced(stored, rows, keys)
                     else:
                         pd.DataFrame(rows, columns=COLUMNS).to_csv(out, mode="a", header=not out.is_file(), index=False,
                                                                    float_format="%.6g")
                     costs = store_costs(costs, costs_path(out))
-                    print(f"{setting or problem.name} seed {seed} n = {n} {mode}: " + ", ".join(
+                    bar.write(f"{setting or problem.name} seed {seed} n = {n} {mode}: " + ", ".join(
                         f"{r['method']} {r['mean']:.3f}" for r in rows) + f" ({sum(r['seconds'] for r in rows):.0f} s)"
-                          + (" (decoded again: means as stored)" if len(stored) else ""), flush=True)
+                        + (" (decoded again: means as stored)" if len(stored) else ""))
+    bar.close()
     return out
 
 

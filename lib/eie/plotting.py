@@ -400,6 +400,7 @@ def decoding_modes_figure(frame, base: str = "inv_sqrt_d"):
             ax.set_xlim(min(lengths) / 1.3, max(lengths) * 1.3)
             ax.set(xlabel="$n$")
         for ax in axes[row][:2]:
-            ax.legend(fontsize=7)
+            if ax.get_legend_handles_labels()[0]:  # a mode not run has nothing to name
+                ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
