@@ -25,7 +25,7 @@ import pandas as pd
 import torch
 
 from eie import experiments, extrapolation, study
-from eie.evaluation import fixed_test_set, greedy_costs, method_applied
+from eie.evaluation import fixed_test_set, greedy_costs
 from eie.model import NodeBatchNorm
 from eie.paths import results_dir
 from eie.probes import probe_encoder
@@ -66,13 +66,12 @@ for run in args.runs:
             seen = {}
             hooks = [norm.register_forward_pre_hook(lambda module, inputs, site=site, seen=seen: seen.__setitem__(
                 site, normalised_rms(module, inputs[0]))) for site, norm in norms.items()]
-            try:
-                with torch.no_grad(), method_applied(model, method):
-                    model.encode(method.seen_by_model(test, model.problem))
+            try:  # the hooks read each normalisation's input while the probe runs the encoder
+                with torch.no_grad():
+                    entropies = probe_encoder(model, method.seen_by_model(test, model.problem), method).entropies
             finally:
                 for hook in hooks:
                     hook.remove()
-            entropies = probe_encoder(model, method.seen_by_model(test, model.problem), method).entropies
             cost = float(greedy_costs(model, test, method).mean())
             for layer, entropy in enumerate(entropies, start=1):
                 rows.append({"run": run, "normalization": model.config.normalization, "seed": args.seed, "n": n,
