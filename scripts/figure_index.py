@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # every preset's run, longest first so that a run whose name extends another's (cpu_paper_rivals) wins
-RUNS = tuple(sorted({p.stem for p in (ROOT / "presets").glob("*.yaml")} | {"rivals"}, key=len, reverse=True))
+RUNS = tuple(sorted({p.stem for p in (ROOT / "presets").glob("*.yaml")} | {"rivals"}, key=lambda run: (-len(run), run)))
 # (pattern on the name without the run suffix, what it shows, what writes it)
 KINDS = [
     (r"verdict", "the verdict: every method against 1/√d, seed by seed, against n/N, the paper's effects beside", "notebook 09"),
