@@ -28,6 +28,8 @@ KINDS = [
     (r"figure3_4_lambda", "Figures 3, 4: λ(n) of the paper, of our EIE net and the exact λ*", "notebook 02"),
     (r"figure2_5_entropy", "Figures 2, 5: the learned H(n)", "notebook 02"),
     (r"02_eie_fit_loss", "the EIE net's training loss", "notebook 02"),
+    (r"\d\d_\w+_training_progress", "training curves so far of a run still training",
+     "`python -m eie.worker PRESET NOTEBOOK --status --plot`"),
     (r"03_tsp_training", "TSP training curves (held-out greedy cost per epoch)", "notebook 03"),
     (r"03_tsp_extrapolation", "TSP: objective, gap to LKH and change against 1/√d, against n", "notebook 03"),
     (r"04_cvrp_training", "CVRP training curves", "notebook 04"),

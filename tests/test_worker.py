@@ -168,6 +168,30 @@ def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
     assert list(status.state) == ["plateau", "plateau"] and (status.done < 50).all() and status.hours_left.sum() == 0
 
 
+def test_status_plot_draws_the_epochs_trained_so_far(tmp_path, monkeypatch, capsys):
+    from eie import plotting
+
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, seeds=[0, 1], epochs=3)
+    monkeypatch.setattr(plotting, "figures_dir", lambda: tmp_path)
+    with pytest.raises(ValueError, match="no model of run 'tiny' has run an epoch yet"):
+        worker.progress_figure(preset, "03_train_tsp")
+    assert worker.training_logs(preset, "03_train_tsp").empty
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False,
+                       **{**setup["config"], "epochs": 2})  # seed 0 interrupted after 2 of 3 epochs
+    logs = worker.training_logs(preset, "03_train_tsp")
+    checkpoint_log = pd.read_csv(tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0_log.csv")
+    assert list(logs.epoch) == [1, 2] and set(logs.seed) == {0} and set(logs.rule) == {"inv_sqrt_d"}
+    assert list(logs.setting) == ["", ""]
+    np.testing.assert_allclose(logs.eval_cost, checkpoint_log.eval_cost)
+    worker.main([str(preset), "03_train_tsp", "--status", "--plot"])
+    assert "training so far drawn to" in capsys.readouterr().out
+    assert (tmp_path / "03_tsp_training_progress_tiny.png").stat().st_size > 0
+    with pytest.raises(SystemExit):  # the figure goes with the status table
+        worker.main([str(preset), "03_train_tsp", "--plot"])
+    assert "give --status --plot" in capsys.readouterr().err
+
+
 def test_status_reads_the_checkpoints_log_where_the_csv_was_cut_off(tmp_path, monkeypatch):
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3)
     (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))

@@ -3,6 +3,7 @@
     python -m eie.worker presets/NAME.yaml 03_train_tsp [--threads 1]
     python -m eie.worker presets/NAME.yaml 03_train_tsp 04_train_cvrp   (in this order; those held elsewhere last)
     python -m eie.worker presets/NAME.yaml 03_train_tsp --status     (where its training stands)
+    python -m eie.worker presets/NAME.yaml 05_train_bpp --status --plot (and its training curves so far)
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --references (the reference solver only)
     python -m eie.worker presets/NAME.yaml 05_train_bpp --evaluate    (evaluate the finished models only)
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --save-carry (checkpoints to commit)
@@ -18,7 +19,8 @@ the models another one holds; an interrupted worker resumes from the last epoch 
 again. Afterwards `papermill notebooks/NB.ipynb out.ipynb -f presets/NAME.yaml` finds every model
 trained and only evaluates. `--status` prints, for every model of the preset, the epochs done, the
 last held-out cost, the recent seconds per epoch, the hours its logged epochs took and the hours its
-remaining epochs would take.
+remaining epochs would take; with `--plot` it also draws the held-out objective per epoch of every
+model so far (figures/<number>_<problem>_training_progress_<run>.png).
 `--references` trains nothing: it runs the preset's reference solver (LKH, HGS, the heuristic; one
 core, no model needed) on its test sets into the run's evaluation store, so that it can run beside a
 training worker and the notebook's evaluation later reads the solutions back.
@@ -57,6 +59,7 @@ from .evaluation_store import EvaluationStore
 from .experiments import load, training_notebooks
 from .files import FileBusy, copy_atomic, write_csv_atomic
 from .paths import repo_root
+from .problems import make_problem
 from .threads import use_threads
 from .training import TrainConfig, finished_training, plateau_action
 
@@ -125,22 +128,11 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     `hours_left`, its remaining epochs at that pace (at most: the plateau rule may stop it earlier;
     for a model not started, the pace of the others)."""
     params = load(notebook, preset)
-    try:
-        folder = study.results_dir(params["run"], create=False) / "checkpoints"
-    except FileNotFoundError:  # nothing of this run yet (and asking must not create its folder)
-        folder = None
-    carry = None if folder is None else study.carry_folder(params["run"])  # the run's folder exists: nothing created
     rows = []
-    for name, config in _model_configs(params, notebook):
-        log, carried = _epoch_log(folder, carry, name)
+    for name, _config, log, carried, exported, stopped in _current_logs(params, notebook):
         epochs = params["epochs"]
-        stopped = _stopped(log, params)
-        exported = None if len(log) >= epochs or stopped or folder is None else finished_training(
-            study.models_folder(params["run"]) / f"{name}.pt", config)
-        if exported is not None:  # trained elsewhere and exported (past any unfinished checkpoint here): a
-            log, carried, stopped = exported.log, False, _stopped(exported.log, params)  # worker reads it
         done = len(log)
-        state = ("exported" if exported is not None else "past its epochs" if done > epochs else
+        state = ("exported" if exported else "past its epochs" if done > epochs else
                  "finished" if done == epochs else "plateau" if stopped else
                  "carried" if carried else "in progress" if done else "not started")
         rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
@@ -151,6 +143,66 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     pace = status.s_per_epoch.fillna(status.s_per_epoch.median())
     training = status.state.isin(["in progress", "carried", "not started"])
     return status.assign(hours_left=((status.epochs - status.done) * pace / 3600).round(2).where(training, 0.0))
+
+
+def _current_logs(params: dict, notebook: str):
+    """For every model the notebook trains with `params`, in its training order: (checkpoint name,
+    training configuration, the epoch log a worker would resume from or read, whether that log is the
+    carried copy's, whether it is an exported finished policy's, whether the plateau rule stopped it).
+    The log is this machine's, the carried copy's where that is further (`_epoch_log`), or, where
+    neither has finished, the exported policy's when one is in results/<run>/models/."""
+    try:
+        folder = study.results_dir(params["run"], create=False) / "checkpoints"
+    except FileNotFoundError:  # nothing of this run yet (and asking must not create its folder)
+        folder = None
+    carry = None if folder is None else study.carry_folder(params["run"])  # the run's folder exists: nothing created
+    for name, config in _model_configs(params, notebook):
+        log, carried = _epoch_log(folder, carry, name)
+        stopped = _stopped(log, params)
+        exported = None if len(log) >= params["epochs"] or stopped or folder is None else finished_training(
+            study.models_folder(params["run"]) / f"{name}.pt", config)
+        if exported is not None:  # trained elsewhere and exported (past any unfinished checkpoint here): a
+            log, carried, stopped = exported.log, False, _stopped(exported.log, params)  # worker reads it
+        yield name, config, log, carried, exported is not None, stopped
+
+
+def training_logs(preset, notebook: str) -> pd.DataFrame:
+    """The epoch logs of every model of `preset` for `notebook` that has run an epoch (finished or
+    not; where `training_status` reads them), stacked with the columns `eie.plotting.training_figure`
+    reads: setting ("" for TSP, "C10", "120x100"), rule, seed, epoch, eval_cost, train_cost, p_value,
+    lr. Empty (those columns, no rows) before any model has run an epoch."""
+    params = load(notebook, preset)
+    parts = [log.assign(setting=make_problem(config.problem, **config.problem_options).setting,
+                        rule=config.rule, seed=config.seed)
+             for _name, config, log, *_ in _current_logs(params, notebook) if len(log)]
+    columns = ["setting", "rule", "seed", "epoch", "eval_cost", "train_cost", "p_value", "lr"]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    logs = pd.concat(parts, ignore_index=True)
+    return logs[[column for column in columns if column in logs] + [c for c in logs if c not in columns]]
+
+
+def progress_figure(preset, notebook: str):
+    """`eie.plotting.training_figure` of the models trained so far (`training_logs`): the held-out
+    greedy objective per epoch of each (rule, seed), faint the objective of the solutions sampled on
+    the training batches, and the baseline test's p-values; for a run still training, what its
+    notebook's training figure will show once every model is trained. Saved as
+    figures/<notebook's number>_<problem>_training_progress_<run>.png; returns (figure, path).
+    Raises ValueError, naming the run, when no model has run an epoch yet."""
+    from .plotting import apply_style, save_figure, training_figure  # matplotlib only for the figure
+
+    params = load(notebook, preset)
+    logs = training_logs(preset, notebook)
+    if logs.empty:
+        raise ValueError(f"{notebook}: no model of run {params['run']!r} has run an epoch yet; start a worker "
+                         f"(python -m eie.worker {preset} {notebook}) and plot once it has logged one")
+    config = _model_configs(params, notebook)[0][1]
+    problem = make_problem(config.problem, **config.problem_options)
+    ylabel = {"tsp": "greedy tour length", "cvrp": "greedy distance", "bpp": "load rate (%)"}[problem.name]
+    apply_style()
+    fig = training_figure(logs, ylabel, maximise=problem.maximise, sampled=True)
+    name = f"{notebook.split('_')[0]}_{problem.name}_training_progress"
+    return fig, save_figure(fig, name, run=params["run"])
 
 
 def _stopped(log: pd.DataFrame, params: dict) -> bool:
@@ -314,6 +366,9 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="threads of this worker, torch's and the bin-packing "
                         "kernel's (default 1)")
     parser.add_argument("--status", action="store_true", help="print where the preset's training stands; train nothing")
+    parser.add_argument("--plot", action="store_true",
+                        help="with --status: also draw the training so far (held-out objective per epoch, the "
+                             "baseline test's p-values) to figures/<number>_<problem>_training_progress_<run>.png")
     parser.add_argument("--references", action="store_true",
                         help="solve the preset's test instances with the reference solver; train nothing")
     parser.add_argument("--evaluate", action="store_true",
@@ -358,11 +413,20 @@ def main(argv=None) -> None:
         print(f"this carry wrote {carry_size(written)} to commit; every file added or changed is stored whole in "
               "the history each time: commit a run's checkpoints once, when its training stops on this machine")
         return None
+    if args.plot and not args.status:
+        parser.error("--plot draws the training so far beside --status's table; give --status --plot")
     if args.status:
         for notebook in args.notebooks:
             if len(args.notebooks) > 1:
                 print(f"== {notebook}")
             print_status(args.preset, notebook)
+            if args.plot:
+                try:
+                    _fig, path = progress_figure(args.preset, notebook)
+                except ValueError as error:
+                    print(error)
+                else:
+                    print(f"training so far drawn to {path}")
         return None
     for notebook in args.notebooks:  # every notebook's parameters checked before hours of training start
         params = load(notebook, args.preset)
