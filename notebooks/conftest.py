@@ -1,7 +1,7 @@
 """`pytest --nbval notebooks/` leaves the checkout as it found it.
 
 Executing the notebooks rewrites what they write: `results/default/` (the smoke-trained models'
-tables, which depend on the machine and thread count) and the figures. Before the session the
+tables, which depend on the machine and thread count) and the figures. Before the test run the
 tracked files under results/ and figures/ are copied aside (a tar file in a temporary folder);
 afterwards every one of them whose bytes changed is put back. Ignored outputs (checkpoints,
 evaluation pieces) stay, so a second run resumes from them.

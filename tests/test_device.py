@@ -1,4 +1,4 @@
-"""Issue 13, "ready for a GPU without one": every tensor a training step or an evaluation creates is on
+"""Ready for a GPU without one: every tensor a training step or an evaluation creates is on
 its inputs' device, and decoding does not read values back to the host at every step."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""The rivals of issue 14: distance bias and axial RoPE through the attention seam, coordinate
+"""The rivals the related papers propose: distance bias and axial RoPE through the attention seam, coordinate
 rescaling, the Pointer Network, the receptive-field theory and the TSPLIB reader and metric."""
 
 import math

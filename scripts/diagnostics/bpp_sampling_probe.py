@@ -1,7 +1,7 @@
 """Does the bin-packing policy hold packings as good as the best sort-then-place heuristic, which its
 greedy decoding does not find? Best-of-k sampling at N = 20 against greedy and the heuristic.
 
-Where the greedy policy stalls just below the heuristic (issue 15, run 3), this tells two causes
+Where the greedy policy stalls just below the heuristic (`cpu_long_v2`), this tells two causes
 apart: if the best of a few samples beats the heuristic on most instances, the policy ranks good
 packings high but its argmax is not yet sharp (a training-budget limit); if even the best of many
 samples stays below, the policy does not represent what the heuristic does (a model limit).
