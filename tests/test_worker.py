@@ -184,12 +184,37 @@ def test_status_plot_draws_the_epochs_trained_so_far(tmp_path, monkeypatch, caps
     assert list(logs.epoch) == [1, 2] and set(logs.seed) == {0} and set(logs.rule) == {"inv_sqrt_d"}
     assert list(logs.setting) == ["", ""]
     np.testing.assert_allclose(logs.eval_cost, checkpoint_log.eval_cost)
+    fig, _path = worker.progress_figure(preset, "03_train_tsp")
+    (line, *_) = fig.axes[0].get_lines()  # the held-out objective, not negated for a minimised problem
+    np.testing.assert_allclose(line.get_ydata(), checkpoint_log.eval_cost)
+    assert fig.axes[0].get_ylabel() == "held-out greedy tour length"
     worker.main([str(preset), "03_train_tsp", "--status", "--plot"])
     assert "training so far drawn to" in capsys.readouterr().out
     assert (tmp_path / "03_tsp_training_progress_tiny.png").stat().st_size > 0
-    with pytest.raises(SystemExit):  # the figure goes with the status table
-        worker.main([str(preset), "03_train_tsp", "--plot"])
-    assert "give --status --plot" in capsys.readouterr().err
+    # on a new machine the curves come from the carried copy, where a worker would resume
+    worker.main([str(preset), "03_train_tsp", "--save-carry"])
+    shutil.rmtree(tmp_path / "tiny" / "checkpoints")
+    np.testing.assert_allclose(worker.training_logs(preset, "03_train_tsp").eval_cost, checkpoint_log.eval_cost)
+    for other in (["--plot"], ["--plot", "--save-carry"]):  # the figure goes with the status table
+        with pytest.raises(SystemExit):
+            worker.main([str(preset), "03_train_tsp", *other])
+        assert "give --status --plot" in capsys.readouterr().err
+
+
+def test_status_plot_shows_bin_packing_load_rate_rising(tmp_path, monkeypatch):
+    from eie import plotting
+
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=2)
+    monkeypatch.setattr(plotting, "figures_dir", lambda: tmp_path)
+    setup, *_ = study.training_setups("05_train_bpp", experiments.load("05_train_bpp", preset))
+    study.train_models(["inv_sqrt_d"], [0], run="tiny", device="cpu", progress=False, tag=setup["tag"],
+                       **{**setup["config"], "epochs": 1})
+    fig, path = worker.progress_figure(preset, "05_train_bpp")
+    log = worker.training_logs(preset, "05_train_bpp")
+    assert list(log.setting) == [setup["setting"]] and path.name == "05_bpp_training_progress_tiny.png"
+    (line, *_) = fig.axes[0].get_lines()  # the load rate in %, the negated cost
+    assert line.get_ydata()[0] == pytest.approx(-log.eval_cost[0]) and 0 < line.get_ydata()[0] <= 100
+    assert fig.axes[0].get_ylabel() == "held-out greedy load rate (%)"
 
 
 def test_status_reads_the_checkpoints_log_where_the_csv_was_cut_off(tmp_path, monkeypatch):

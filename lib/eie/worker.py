@@ -185,9 +185,10 @@ def training_logs(preset, notebook: str) -> pd.DataFrame:
 def progress_figure(preset, notebook: str):
     """`eie.plotting.training_figure` of the models trained so far (`training_logs`): the held-out
     greedy objective per epoch of each (rule, seed), faint the objective of the solutions sampled on
-    the training batches, and the baseline test's p-values; for a run still training, what its
-    notebook's training figure will show once every model is trained. Saved as
-    figures/<notebook's number>_<problem>_training_progress_<run>.png; returns (figure, path).
+    the training batches, and the baseline test's p-values: the notebook's training curves so far,
+    for a run still training. Saved as figures/<notebook's number>_<problem>_training_progress.png
+    (with `_<run>` before `.png` for a run other than "default", `eie.plotting.save_figure`); returns
+    (figure, path).
     Raises ValueError, naming the run, when no model has run an epoch yet."""
     from .plotting import apply_style, save_figure, training_figure  # matplotlib only for the figure
 
@@ -198,7 +199,7 @@ def progress_figure(preset, notebook: str):
                          f"(python -m eie.worker {preset} {notebook}) and plot once it has logged one")
     config = _model_configs(params, notebook)[0][1]
     problem = make_problem(config.problem, **config.problem_options)
-    ylabel = {"tsp": "greedy tour length", "cvrp": "greedy distance", "bpp": "load rate (%)"}[problem.name]
+    ylabel = f"greedy {problem.objective_name}"  # every registered problem names its objective
     apply_style()
     fig = training_figure(logs, ylabel, maximise=problem.maximise, sampled=True)
     name = f"{notebook.split('_')[0]}_{problem.name}_training_progress"
@@ -368,7 +369,8 @@ def main(argv=None) -> None:
     parser.add_argument("--status", action="store_true", help="print where the preset's training stands; train nothing")
     parser.add_argument("--plot", action="store_true",
                         help="with --status: also draw the training so far (held-out objective per epoch, the "
-                             "baseline test's p-values) to figures/<number>_<problem>_training_progress_<run>.png")
+                             "baseline test's p-values) to figures/<number>_<problem>_training_progress_<run>.png "
+                             "(no _<run> for the default run)")
     parser.add_argument("--references", action="store_true",
                         help="solve the preset's test instances with the reference solver; train nothing")
     parser.add_argument("--evaluate", action="store_true",
@@ -404,6 +406,8 @@ def main(argv=None) -> None:
         parser.error(f"--seeds picks the models to train; {modes[0]} covers every seed")
     if args.rules is not None and modes:
         parser.error(f"--rules picks the models to train; {modes[0]} covers every rule")
+    if args.plot and not args.status:
+        parser.error("--plot draws the training so far beside --status's table; give --status --plot")
     if args.save_carry:
         written = []
         for notebook in args.notebooks:
@@ -413,8 +417,6 @@ def main(argv=None) -> None:
         print(f"this carry wrote {carry_size(written)} to commit; every file added or changed is stored whole in "
               "the history each time: commit a run's checkpoints once, when its training stops on this machine")
         return None
-    if args.plot and not args.status:
-        parser.error("--plot draws the training so far beside --status's table; give --status --plot")
     if args.status:
         for notebook in args.notebooks:
             if len(args.notebooks) > 1:
