@@ -59,6 +59,7 @@ from .evaluation_store import EvaluationStore
 from .experiments import load, training_notebooks
 from .files import FileBusy, copy_atomic, write_csv_atomic
 from .paths import repo_root
+from .plotting import apply_style, save_figure, training_figure
 from .problems import make_problem
 from .threads import use_threads
 from .training import TrainConfig, finished_training, plateau_action
@@ -190,8 +191,6 @@ def progress_figure(preset, notebook: str):
     (with `_<run>` before `.png` for a run other than "default", `eie.plotting.save_figure`); returns
     (figure, path).
     Raises ValueError, naming the run, when no model has run an epoch yet."""
-    from .plotting import apply_style, save_figure, training_figure  # matplotlib only for the figure
-
     params = load(notebook, preset)
     logs = training_logs(preset, notebook)
     if logs.empty:
