@@ -1,14 +1,18 @@
-"""The TSPLIB table of run 1: the three cpu_paper TSP100 models (1/sqrt(d)) with every method of
-notebook 03 at this preset (EIE, lambda*, log_N, rescaled coordinates, EIE with rescaled
-coordinates) on the 48 TSPLIB instances of data/tsplib/ (51-2392 cities), greedy, scored exactly
-(EUC_2D) against the optima; EIE's net and the lambda* table fitted up to the longest instance, as
-notebook 08 does. Paired tests (Wilcoxon signed-rank over the instances of a size band, gaps
-averaged over the seeds first, Holm-corrected): EIE against every other method. Before them, the
-seed-level table: each method against 1/sqrt(d) per size band, one effect per seed (the mean over the
-band's instances of the per-instance change of the tour length), its mean and t interval over seeds.
-Run from the repository root: .venv/bin/python scripts/tsplib_table.py [--max-n 2392] [--tables-only]
-Writes results/cpu_paper/tsplib.csv (one row per instance, method, seed), tsplib_paired_eie.csv,
-tsplib_table.md and figures/tsplib_gaps_cpu_paper.png (with --max-n, files named tsplib_upto<max-n>*).
+"""The TSPLIB table of a run's TSP models: the trained models of a preset (default `cpu_paper`'s five
+TSP100 seeds, 1/sqrt(d)) with every method of notebook 03 at that preset (for `cpu_paper`: EIE,
+lambda*, log_N, rescaled coordinates, EIE with rescaled coordinates) on the 48 TSPLIB instances of
+data/tsplib/ (51-2392 cities), greedy, scored exactly (EUC_2D) against the optima; EIE's net and the
+lambda* table fitted up to the longest instance, as notebook 08 does. Paired tests (Wilcoxon
+signed-rank over the instances of a size band, gaps averaged over the seeds first, Holm-corrected):
+EIE against every other method. Before them, the seed-level table: each method against 1/sqrt(d) per
+size band, one effect per seed (the mean over the band's instances of the per-instance change of the
+tour length), its mean and t interval over seeds.
+Run from the repository root:
+    .venv/bin/python scripts/tsplib_table.py [--preset presets/cpu_paper.yaml] [--seeds 0 1] [--max-n 2392] [--tables-only]
+Seeds: those given, else every seed of the preset whose finished policy is in results/<run>/models/
+(a run still training gets the table of its finished models; run it again when more finish).
+Writes results/<run>/tsplib.csv (one row per instance, method, seed), tsplib_paired_eie.csv,
+tsplib_table.md and figures/tsplib_gaps_<run>.png (with --max-n, files named tsplib_upto<max-n>*).
 """
 
 import argparse
@@ -23,6 +27,9 @@ from eie.plotting import apply_style, save_figure, tsplib_figure
 from eie.seed_level import describe
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--preset", default="presets/cpu_paper.yaml", help="the run's preset (default: %(default)s)")
+parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                    help="these seeds only (default: every seed of the preset whose finished policy is exported)")
 parser.add_argument("--max-n", type=int, default=None,
                     help="only instances up to this many cities (default: all 48); the files get the suffix _upto<max-n>")
 parser.add_argument("--progress", action="store_true")
@@ -31,14 +38,34 @@ parser.add_argument("--tables-only", action="store_true",
 args = parser.parse_args()
 
 torch.set_grad_enabled(False)
-preset = experiments.load("03_train_tsp", "presets/cpu_paper.yaml")
+try:
+    preset = experiments.load("03_train_tsp", args.preset)
+except (ValueError, FileNotFoundError) as error:
+    parser.error(str(error))
 run, n_train = preset["run"], preset["n_train"]
-out = results_dir(run)
+try:
+    out = results_dir(run, create=False)  # a run with nothing trained has no folder, and asking creates none
+except FileNotFoundError as error:
+    parser.error(f"{error} (its TSP models: python -m eie.worker {args.preset} 03_train_tsp)")
 stem = "tsplib" if args.max_n is None else f"tsplib_upto{args.max_n}"  # a subset never overwrites the full table
 if args.tables_only:
     results = pd.read_csv(out / f"{stem}.csv")
 else:
-    names = {(rule, seed): f"tsp_{rule}_n{n_train}_seed{seed}" for rule in preset["rules"] for seed in preset["seeds"]}
+    unknown = sorted(set(args.seeds or []) - set(preset["seeds"]))
+    if unknown:
+        parser.error(f"{args.preset} trains seeds {preset['seeds']}, not {unknown}; give --seeds among those")
+    names = {(rule, seed): study.model_name("tsp", rule, n_train, seed) for rule in preset["rules"]
+             for seed in args.seeds or preset["seeds"]}
+    exported = {key: name for key, name in names.items() if (study.models_folder(run) / f"{name}.pt").is_file()}
+    if args.seeds is not None and len(exported) < len(names):
+        parser.error(f"no finished policy in {study.models_folder(run)} for "
+                     f"{sorted(set(names.values()) - set(exported.values()))}: finish their training and export them "
+                     f"(python -m eie.worker {args.preset} 03_train_tsp, then --save-carry), or leave out --seeds")
+    if not exported:
+        parser.error(f"no finished TSP policy of run {run!r} in {study.models_folder(run)} yet: train and export "
+                     f"one first (python -m eie.worker {args.preset} 03_train_tsp, then --save-carry)")
+    names = exported
+    print(f"{run}: {len(names)} models, seeds {sorted({seed for _, seed in names})}", flush=True)
     loaded = study.load_policies(names.values(), run=run)
     models = {key: loaded[name] for key, name in names.items()}
     d = next(iter(models.values())).config.head_dim
@@ -71,7 +98,8 @@ spread = per_seed.groupby("method", sort=False).std(ddof=1)  # over the seeds
 cells = by_band.copy().astype(object)
 for method in by_band.index:
     for band in by_band.columns:
-        cells.loc[method, band] = f"{by_band.loc[method, band]:.2f} ({spread.loc[method, band]:.2f})"
+        spread_text = "–" if pd.isna(spread.loc[method, band]) else f"{spread.loc[method, band]:.2f}"  # one seed: none
+        cells.loc[method, band] = f"{by_band.loc[method, band]:.2f} ({spread_text})"
 cells.columns = [f"{band} ({counts[band] if band in counts else len(per_instance)})" for band in by_band.columns]
 shown = paired.set_index("band").round({"diff_gap_pp": 2, "ci_low": 2, "ci_high": 2})
 shown["p"], shown["p_holm"] = paired.p.map("{:.2g}".format).values, paired.p_holm.map("{:.2g}".format).values
