@@ -370,3 +370,41 @@ def test_a_sampled_step_draws_what_multinomial_draws_whatever_columns_the_cache_
     shrunk = columns.gather(1, model_module.draw(kept, columns, 50, torch.Generator().manual_seed(1))[:, None])[:, 0]
     assert torch.equal(shrunk, expected)
     assert len(set(expected.tolist())) > 5  # rows draw different nodes
+
+
+def test_a_branched_checkpoint_trains_on_exactly_as_its_new_configuration_from_the_start(tmp_path):
+    """A checkpoint inside its warm-up branched into a configuration whose warm-up ends there, with
+    another learning rate after it (`branch_checkpoint`), ends where that configuration trained
+    from the start ends; the rate changes at the first epoch after the warm-up and the branch
+    records its source. Settings that have acted (lr, or a warm-up already over) refuse it."""
+    from eie.training import branch_checkpoint
+    long_warm = dict(SMALL, warmup_epochs=3)
+    pilot = dict(SMALL, warmup_epochs=2, lr_after_warmup=2e-4)
+    straight = train(TrainConfig(epochs=4, **pilot), tmp_path / "straight", name="m", progress=False, device="cpu")
+    assert list(straight.log.lr) == [1e-3, 1e-3, 2e-4, 2e-4]
+    source = train(TrainConfig(epochs=2, **long_warm), tmp_path / "source", name="m", progress=False, device="cpu")
+    said = branch_checkpoint(source.checkpoint, tmp_path / "branch" / "m.pt", TrainConfig(epochs=4, **pilot), epoch=2)
+    assert "branched from" in said
+    branched = train(TrainConfig(epochs=4, **pilot), tmp_path / "branch", name="m", progress=False, device="cpu")
+    for (name, p), q in zip(straight.model.state_dict().items(), branched.model.state_dict().values(), strict=True):
+        assert torch.equal(p, q), name
+    payload = torch.load(branched.checkpoint, weights_only=True)
+    assert payload["branched_from"]["epoch"] == 2 and payload["branched_from"]["config"]["warmup_epochs"] == 3
+    # the same branch again keeps what is there (it has trained on); another target's file is refused
+    assert "already; kept" in branch_checkpoint(source.checkpoint, branched.checkpoint, TrainConfig(epochs=4, **pilot))
+    with pytest.raises(FileExistsError, match="not branched"):
+        branch_checkpoint(source.checkpoint, straight.checkpoint, TrainConfig(epochs=4, **pilot))
+    with pytest.raises(ValueError, match="lr differ"):
+        branch_checkpoint(source.checkpoint, tmp_path / "x" / "m.pt", TrainConfig(epochs=4, **dict(pilot, lr=5e-4)))
+    with pytest.raises(ValueError, match="not the 1 asked for"):
+        branch_checkpoint(source.checkpoint, tmp_path / "x" / "m.pt", TrainConfig(epochs=4, **pilot), epoch=1)
+    after = train(TrainConfig(epochs=3, **dict(SMALL, warmup_epochs=1)), tmp_path / "after", name="m",
+                  progress=False, device="cpu")  # its warm-up ended at epoch 1: the rollout baseline has acted
+    with pytest.raises(ValueError, match="warmup_epochs differ"):
+        branch_checkpoint(after.checkpoint, tmp_path / "y" / "m.pt", TrainConfig(epochs=4, **pilot))
+    for bad, match in ((dict(lr_after_warmup=1e-4), "needs warmup_epochs"),
+                       (dict(warmup_epochs=2, lr_after_warmup=-1.0), "must be > 0"),
+                       (dict(warmup_epochs=2, lr_after_warmup=1e-4, lr_decay_on_p=True), "cannot be combined")):
+        with pytest.raises(ValueError, match=match):
+            TrainConfig(**dict(SMALL, **bad))
+    assert "lr_after_warmup" not in TrainConfig(**SMALL).resume_key()

@@ -600,3 +600,42 @@ def test_a_checkpoint_from_elsewhere_is_installed_with_its_log_unless_one_as_far
     assert target.read_bytes() == source.read_bytes()
     assert len(pd.read_csv(target.with_name("tsp_inv_sqrt_d_n6_seed0_log.csv"))) == 2
     assert "kept" in install_checkpoint(source, target)
+
+
+def test_branch_from_starts_a_pilot_from_another_runs_carried_checkpoint_and_trains_it(tmp_path, monkeypatch, capsys):
+    """`--branch-from RUN --at-epoch E`: each model of the pilot preset starts from RUN's checkpoint of
+    the same model (its carried copy here) and trains on; the trained pilot is the pilot preset
+    trained from the start. Another epoch, the preset's own run or a run without the model are refused
+    before anything trains, naming what was wrong."""
+    source = tiny_tsp_preset(tmp_path, monkeypatch, run="long", epochs=2, warmup_epochs=5)
+    worker.main([str(source), "03_train_tsp"])  # every run here through main: the same thread count
+    name = "tsp_inv_sqrt_d_n6_seed0"
+    (tmp_path / "long" / "carry").mkdir()
+    shutil.move(tmp_path / "long" / "checkpoints" / f"{name}.pt", tmp_path / "long" / "carry" / f"{name}.pt")
+    pilot = tmp_path / "pilot.yaml"
+    pilot_settings = {**yaml.safe_load(source.read_text()), "run": "pilot", "epochs": 4, "warmup_epochs": 2,
+                      "lr_after_warmup": 5e-5}
+    pilot.write_text(yaml.safe_dump(pilot_settings))
+    with pytest.raises(SystemExit):
+        worker.main([str(pilot), "03_train_tsp", "--branch-from", "long", "--at-epoch", "1"])
+    assert "has run 2 epochs, not the 1 asked for" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        worker.main([str(pilot), "03_train_tsp", "--branch-from", "pilot"])
+    assert "this preset's own run" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        worker.main([str(pilot), "03_train_tsp", "--at-epoch", "2"])
+    assert "give it with --branch-from" in capsys.readouterr().err
+    assert not (tmp_path / "pilot" / "checkpoints").exists()
+    worker.main([str(pilot), "03_train_tsp", "--branch-from", "long", "--at-epoch", "2"])
+    assert f"{name}.pt: branched from" in capsys.readouterr().out
+    branched = tmp_path / "pilot" / "checkpoints" / f"{name}.pt"
+    assert checkpoint_epochs(branched) == 4
+    straight = tiny_tsp_preset(tmp_path, monkeypatch, **{**pilot_settings, "run": "straight"})
+    worker.main([str(straight), "03_train_tsp"])
+    ours = torch.load(branched, weights_only=True)
+    theirs = torch.load(tmp_path / "straight" / "checkpoints" / f"{name}.pt", weights_only=True)
+    for key, value in theirs["model"].items():
+        assert torch.equal(ours["model"][key], value), key
+    assert [row["lr"] for row in ours["log"]] == [1e-4, 1e-4, 5e-5, 5e-5]
+    # branching again keeps the pilot's own checkpoint, which has trained on
+    assert "already; kept" in worker.branch_models(pilot, "03_train_tsp", "long", 2)[0]

@@ -11,7 +11,8 @@ epochs is less than `plateau_tolerance` (relative) below the mean of the W epoch
 (`plateau_reached`). Option `lr_drops` (K) makes the first K times the rule holds a lower learning
 rate instead of a stop (multiplied by `lr_drop_factor`, a "reduce on plateau"), each time judged on
 the epochs since the last drop (`plateau_action`). The rules read only the log, so a resumed run
-stops (or drops) at the same epoch. Option `final_policy` says what a finished run keeps: its last
+stops (or drops) at the same epoch. Option `lr_after_warmup` (> 0) sets the learning rate at the
+first epoch after the warm-up, when the rollout baseline takes over. Option `final_policy` says what a finished run keeps: its last
 policy, or "baseline", the rollout baseline's (the last policy the paired test found better; model
 selection on the test's fresh held-out instances, never on a test set), which the checkpoint then
 holds beside the last one (`_keep_final_policy`) and `load_trained` and `export_policy` give.
@@ -20,7 +21,9 @@ A checkpoint (`eie.checkpoints`) is written atomically after every epoch (model,
 states, held-out set); a run started again with the same configuration resumes from it and ends
 exactly where an uninterrupted run would. Each epoch appends a row to a CSV log. A checkpoint is
 locked while it is trained (a second process asking for the same model is refused with a message),
-holds only tensors and plain values, and is read with `weights_only=True`.
+holds only tensors and plain values, and is read with `weights_only=True`. A checkpoint can be
+branched into another configuration (`branch_checkpoint`) when the settings that differ have not
+yet acted by its epoch: the branch then resumes exactly as a run of the new configuration would.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class TrainConfig:
     lr_drops: int = 0  # K > 0: the first K plateaus multiply lr by lr_drop_factor and training goes on
     lr_drop_factor: float = 0.25
     warmup_epochs: int = 0  # W > 0: Kool et al.'s warm-up, an exponential baseline in the first W epochs (`WARMUP_BETA`)
+    lr_after_warmup: float = 0.0  # > 0: the learning rate from epoch W + 1 on, when the rollout baseline takes over
     final_policy: str = "last"  # what a finished run keeps: its last policy, or the rollout "baseline"'s (`FINAL_POLICIES`)
     seed: int = 0
     model: ModelConfig = ModelConfig()
@@ -104,6 +108,15 @@ class TrainConfig:
         if self.warmup_epochs < 0:
             raise ValueError(f"warmup_epochs must be >= 0 (0: the greedy rollout baseline from the start), got "
                              f"{self.warmup_epochs}")
+        if self.lr_after_warmup < 0:
+            raise ValueError(f"lr_after_warmup must be > 0 (the learning rate after the warm-up) or 0 (lr "
+                             f"throughout), got {self.lr_after_warmup}")
+        if self.lr_after_warmup and not self.warmup_epochs:
+            raise ValueError("lr_after_warmup sets the learning rate once the warm-up ends: it needs "
+                             "warmup_epochs > 0 (or give the rate as lr)")
+        if self.lr_after_warmup and (self.lr_drops or self.lr_decay_on_p):
+            raise ValueError("lr_after_warmup changes the learning rate after the warm-up: it cannot be combined "
+                             "with lr_drops or lr_decay_on_p (two rules would change the rate)")
         if self.lr_drops < 0 or not 0 < self.lr_drop_factor < 1:
             raise ValueError(f"lr_drops >= 0 and 0 < lr_drop_factor < 1 are required, got {self.lr_drops} and "
                              f"{self.lr_drop_factor}")
@@ -133,7 +146,10 @@ class TrainConfig:
 
 # Training and model options a checkpoint's key holds only when they differ from these defaults: a
 # checkpoint written without the option then resumes as one with its default.
-_KEYED_WHEN_SET = {"precision": "float32", "warmup_epochs": 0}
+_KEYED_WHEN_SET = {"precision": "float32", "warmup_epochs": 0, "lr_after_warmup": 0.0}
+# Settings that act only from the first epoch after the warm-up: a checkpoint of at most as many
+# epochs as both its own warm-up and the new one can branch into other values (`branch_checkpoint`).
+_ACTING_AFTER_WARMUP = ("warmup_epochs", "lr_after_warmup")
 _MODEL_KEYED_WHEN_SET = {"pointer_clip": "plain", "normalization": "layer"}
 
 
@@ -238,6 +254,62 @@ def _load_checkpoint(path: Path, config: TrainConfig) -> dict:
                          f"epochs = {config.epochs} asked for: ask for epochs >= {payload['epoch']} to use it, "
                          "or use another run folder (or delete the checkpoint) to train a shorter run")
     return payload
+
+
+def branch_difference(source_key: dict, config: TrainConfig, epoch: int) -> list[str]:
+    """Why a checkpoint written with `source_key` after `epoch` epochs cannot continue as `config`
+    (empty where it can): each setting that differs and has already acted. Settings that act only
+    after the warm-up (`_ACTING_AFTER_WARMUP`) may differ while `epoch` is within both warm-ups;
+    every other setting must be equal."""
+    key = config.resume_key()
+    defaults = {**_KEYED_WHEN_SET, "model": {}}
+    changed = sorted(k for k in set(source_key) | set(key)
+                     if source_key.get(k, defaults.get(k)) != key.get(k, defaults.get(k)))
+    warmups = (source_key.get("warmup_epochs", 0), config.warmup_epochs)
+    if epoch <= min(warmups):
+        return [name for name in changed if name not in _ACTING_AFTER_WARMUP]
+    return changed
+
+
+def branch_checkpoint(source, target, config: TrainConfig, epoch: int | None = None) -> str:
+    """Start `config`'s training at `target` from the checkpoint at `source`, written with other
+    settings that have not acted by its epoch (`branch_difference`): e.g. a run whose warm-up had not
+    ended branched into one whose warm-up ends there, or with another learning rate after it. The
+    copy holds `config`'s key and a record of where it came from (`branched_from`: the source's file
+    name, epoch and key), so `train` resumes it as its own checkpoint, exactly as `config` trained
+    from the start would have gone on. `epoch`, if given, is the epoch the source must be at (so a
+    source trained further since is refused, not silently branched later).
+    Raises ValueError naming the settings that forbid it; FileExistsError where `target` holds
+    another checkpoint (one branched from the same source and epoch is kept). Returns what was done."""
+    source, target = Path(source), Path(target)
+    if not source.is_file():
+        raise FileNotFoundError(f"no checkpoint to branch from at {source}: train (or carry) the source run first")
+    payload = read_checkpoint(source)
+    at = int(payload["epoch"])
+    if epoch is not None and at != epoch:
+        raise ValueError(f"{source} has run {at} epochs, not the {epoch} asked for: branch from a copy at epoch "
+                         f"{epoch} (a run's committed carry/ copy, for example) or ask for --at-epoch {at}")
+    if at > config.epochs:
+        raise ValueError(f"{source} has run {at} epochs, more than the epochs = {config.epochs} of the branch")
+    blocking = branch_difference(payload["config"], config, at)
+    if blocking:
+        acted = ", ".join(blocking)
+        raise ValueError(f"{source} cannot be branched into this configuration: {acted} differ and have acted "
+                         f"within its {at} epochs (only {', '.join(_ACTING_AFTER_WARMUP)} may differ, and only "
+                         "while the checkpoint is within both warm-ups)")
+    record = {"checkpoint": source.name, "epoch": at, "config": payload["config"]}
+    if target.exists():
+        held = read_checkpoint(target).get("branched_from") or {}
+        if {k: held.get(k) for k in ("checkpoint", "epoch")} == {"checkpoint": source.name, "epoch": at}:
+            return f"{target.name}: branched from {source.name} at epoch {at} already; kept"
+        raise FileExistsError(f"{target} exists and was not branched from {source.name} at epoch {at}: delete it "
+                              "or branch into another run folder")
+    payload = {**payload, "config": config.resume_key(), "branched_from": record}
+    payload.pop("kept", None)  # a finished run's kept policy is not the branch's
+    target.parent.mkdir(parents=True, exist_ok=True)
+    save_atomic(payload, target)
+    write_csv_atomic(pd.DataFrame(payload["log"]), target.with_name(f"{target.stem}_log.csv"))
+    return f"{target.name}: branched from {source} at epoch {at}"
 
 
 @dataclass
@@ -359,7 +431,9 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
         eval_set = {k: v.to(device) for k, v in state["eval_set"].items()}
         start_epoch, rows = state["epoch"], state["log"]
         warmup_baseline = state.get("warmup_baseline")
+        origin = {"branched_from": state["branched_from"]} if "branched_from" in state else {}
     else:
+        origin = {}
         eval_set = new_eval_set()
         warmup_baseline = None  # the exponential baseline of the warm-up epochs (a float once set)
     baseline_costs = greedy_cost(baseline, eval_set)
@@ -373,6 +447,9 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
         if action == "drop":  # the epoch's row records the new rate, so a resumed run does not drop twice
             for group in optimiser.param_groups:
                 group["lr"] *= config.lr_drop_factor
+        if config.lr_after_warmup and epoch == config.warmup_epochs:  # the checkpoint keeps it from here on
+            for group in optimiser.param_groups:
+                group["lr"] = config.lr_after_warmup
         started = time.perf_counter()
         model.train()
         costs, base = [], []
@@ -414,7 +491,7 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
                      "model": model.state_dict(), "baseline": baseline.state_dict(),
                      "optimiser": optimiser.state_dict(), "data_gen": data_gen.get_state(),
                      "sample_gen": sample_gen.get_state(), "eval_set": {k: v.cpu() for k, v in eval_set.items()},
-                     "log": rows, "warmup_baseline": warmup_baseline}, checkpoint)
+                     "log": rows, "warmup_baseline": warmup_baseline, **origin}, checkpoint)
         write_csv_atomic(pd.DataFrame(rows), log_path)
     _keep_final_policy(config, checkpoint, model, baseline, rows)
     model.eval()

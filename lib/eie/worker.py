@@ -9,6 +9,8 @@
     python -m eie.worker presets/NAME.yaml 04_train_cvrp --save-carry (checkpoints to commit)
     python -m eie.worker presets/NAME.yaml 08_rivals 04_train_cvrp --seeds 0 (seed 0 of each first)
     python -m eie.worker presets/NAME.yaml 05_train_bpp --rules inv_sqrt_d   (one rule's models first)
+    python -m eie.worker presets/PILOT.yaml 05_train_bpp --branch-from RUN --at-epoch 60
+                                            (start from RUN's checkpoints at epoch 60, then train)
 
 A worker reads the notebook's own defaults (its `parameters` cell), applies the preset file (and
 its `per_notebook` entry) exactly as `papermill -f presets/NAME.yaml` does, checks them with the
@@ -28,6 +30,12 @@ training worker and the notebook's evaluation later reads the solutions back.
 has ended (`eie.study.evaluate_finished`) into the same store, so that the evaluation of the first
 models runs beside the training of the last ones and the notebook, once every model is trained, only
 evaluates those (run it again as more models finish; each finished piece is kept).
+
+`--branch-from RUN` starts every model of the preset that has no checkpoint in this run from the
+same model's checkpoint in results/RUN/ (this machine's or its carried copy; with `--at-epoch E` the
+one at epoch E), where the two configurations differ only in settings that have not acted by then
+(`eie.training.branch_checkpoint`: a warm-up that ends there, another learning rate after it), and
+then trains them: a short pilot of a recipe change without training its first epochs again.
 
 The checkpoints are not committed, so a new machine starts from nothing. `--save-carry` copies the
 checkpoint and epoch log of every model in training here into results/<run>/carry/, exports the
@@ -62,7 +70,7 @@ from .paths import repo_root
 from .plotting import apply_style, save_figure, training_figure
 from .problems import make_problem
 from .threads import use_threads
-from .training import TrainConfig, finished_training, plateau_action
+from .training import TrainConfig, branch_checkpoint, finished_training, plateau_action
 
 
 def run_worker(preset, notebooks, poll_seconds: float = 30.0, seeds=None, rules=None) -> None:
@@ -95,6 +103,37 @@ def run_worker(preset, notebooks, poll_seconds: float = 30.0, seeds=None, rules=
         pending = busy
         if pending:
             time.sleep(poll_seconds)  # another worker is training these; finish only when they are
+
+
+def branch_models(preset, notebook: str, source_run: str, epoch: int | None = None, seeds=None,
+                  rules=None) -> list[str]:
+    """Start each model of `preset` for `notebook` (those of `seeds` and `rules`, if given) from the
+    same model's checkpoint in run `source_run` (`eie.training.branch_checkpoint`), where this run
+    has no checkpoint of it yet, here or carried: the source is this machine's checkpoint or the
+    carried copy, whichever has run more epochs, or with `epoch` the one at that epoch. Returns one
+    line per model. Raises ValueError or FileNotFoundError, naming the model, where one cannot be branched."""
+    params = load(notebook, preset)
+    if source_run == params["run"]:
+        raise ValueError(f"--branch-from {source_run}: that is this preset's own run; branch into another run")
+    source_dir = study.results_dir(source_run, create=False)
+    folder, carry = study.results_dir(params["run"]) / "checkpoints", study.carry_folder(params["run"])
+    lines = []
+    for name, config in _model_configs(params, notebook):
+        if (seeds is not None and config.seed not in seeds) or (rules is not None and config.rule not in rules):
+            continue
+        if (carry / f"{name}.pt").is_file() and not (folder / f"{name}.pt").is_file():
+            lines.append(f"{name}: carried in this run already; resumed from there, not branched")
+            continue
+        found = [path for path in (source_dir / "checkpoints" / f"{name}.pt", source_dir / "carry" / f"{name}.pt")
+                 if path.is_file()]
+        if epoch is not None:
+            found = [path for path in found if checkpoint_epochs(path) == epoch] or found
+        if not found:
+            raise FileNotFoundError(f"{name}: run {source_run!r} has no checkpoint of this model (in its checkpoints/ "
+                                    f"or carry/ folder) to branch from")
+        source = max(found, key=checkpoint_epochs)  # ties: this machine's, listed first
+        lines.append(branch_checkpoint(source, folder / f"{name}.pt", config, epoch))
+    return lines
 
 
 def check_seeds(params: dict, notebook: str, seeds) -> None:
@@ -384,6 +423,12 @@ def main(argv=None) -> None:
     parser.add_argument("--rules", nargs="+", default=None,
                         help="train only these of the preset's trained rules (e.g. --rules inv_sqrt_d: the 1/sqrt(d) "
                              "models before the others); training only")
+    parser.add_argument("--branch-from", default=None, metavar="RUN",
+                        help="start the models with no checkpoint in this run from run RUN's checkpoints of the same "
+                             "models, where only settings that have not acted by then differ (a warm-up that ends "
+                             "there, another learning rate after it), then train")
+    parser.add_argument("--at-epoch", type=int, default=None, metavar="E",
+                        help="with --branch-from: branch from the source checkpoint at epoch E (refused if none is)")
     parser.add_argument("--cluster", default=None, metavar="SPEC",
                         help="train (and evaluate) on a Dask cluster: local:K, slurm:N or a scheduler address "
                              "(eie.distributed; pip install -e '.[cluster]')")
@@ -407,6 +452,11 @@ def main(argv=None) -> None:
         parser.error(f"--rules picks the models to train; {modes[0]} covers every rule")
     if args.plot and not args.status:
         parser.error("--plot draws the training so far beside --status's table; give --status --plot")
+    if args.branch_from is not None and (modes or args.cluster):
+        parser.error(f"--branch-from starts this machine's training from another run; not with "
+                     f"{(modes or ['--cluster'])[0]}")
+    if args.at_epoch is not None and args.branch_from is None:
+        parser.error("--at-epoch names the epoch of the checkpoint to branch from; give it with --branch-from RUN")
     if args.save_carry:
         written = []
         for notebook in args.notebooks:
@@ -453,6 +503,14 @@ def main(argv=None) -> None:
             for line in study.evaluate_finished(notebook, {**params, "progress": True}):
                 print(f"{notebook} {line}", flush=True)
         return None
+    if args.branch_from is not None:
+        for notebook in args.notebooks:
+            try:
+                lines = branch_models(args.preset, notebook, args.branch_from, args.at_epoch, args.seeds, args.rules)
+            except (ValueError, FileNotFoundError, FileExistsError) as error:
+                parser.error(str(error))
+            for line in lines:
+                print(line, flush=True)
     if not args.references:
         run_worker(args.preset, args.notebooks, seeds=args.seeds, rules=args.rules)
         return None
