@@ -21,6 +21,8 @@ KINDS = [
      "scripts/decoding_modes.py"),
     (r"sampling_spread", "why best-of-K sampling favours EIE on some seeds: each seed's mean-sample and best-of-16 effect, "
      "and the spread of the sampled lengths against the entropy per step", "`scripts/diagnostics/sampling_spread.py`"),
+    (r"bpp_pilots", "bin packing at 100 boxes: the recipe pilots' greedy and sampled load per epoch beside the run "
+     "they branch from", "`scripts/diagnostics/bpp_pilots.py`"),
     (r"01_entropy_by_rule", "H(n) under each scaling rule, d = 16 and 32 (Figure 2's content)", "notebook 01"),
     (r"01_relative_entropy_change", "relative change of H(n) against n per rule", "notebook 01"),
     (r"01_gaussian_limit", "where the Gaussian limit of the entropy holds", "notebook 01"),

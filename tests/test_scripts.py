@@ -3,7 +3,10 @@
 import subprocess
 import sys
 
+import numpy as np
+import pandas as pd
 import pytest
+from script_module import script_module
 
 from eie.paths import repo_root
 
@@ -33,3 +36,22 @@ def test_the_tsplib_table_names_what_is_missing_before_decoding(tmp_path):
     assert untrained.returncode == 2 and "no results folder" in untrained.stderr
     assert f"python -m eie.worker {preset} 03_train_tsp" in untrained.stderr
     assert not (repo_root() / "results" / "untrained_tsplib_check").exists()  # asking created no run folder
+
+
+def test_bpp_pilots_draws_each_run_from_its_branch_and_summarises_the_epochs_after_it():
+    """scripts/diagnostics/bpp_pilots.py: the source run drawn whole, each pilot from its branch
+    epoch on, load rates as positive percentages; the summary's means are those of the logs."""
+    pilots = script_module("diagnostics/bpp_pilots")
+    epochs = np.arange(1, 31)
+    source = pd.DataFrame({"epoch": epochs[:20], "greedy": 70.0 + 0.1 * epochs[:20], "sampled": 50.0 + epochs[:20]})
+    pilot = pd.DataFrame({"epoch": epochs, "greedy": np.r_[source.greedy, np.full(10, 75.0)],
+                          "sampled": np.r_[source.sampled, np.full(10, 40.0)]})
+    logs = {"src": source, "pilot": pilot}
+    lines = pilots.summary(logs, branch_epoch=20)
+    assert lines[0] == "src: epochs 1-20; last 10 epochs: greedy 71.55 %, sampled 65.50 %"
+    assert lines[1].startswith("pilot: epochs 1-30; last 10 epochs: greedy 75.00 %, sampled 40.00 %")
+    fig = pilots.figure(logs, "src", branch_epoch=20)
+    lines_drawn = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert list(lines_drawn["src: greedy, held-out"].get_xdata()) == list(range(1, 21))
+    assert list(lines_drawn["pilot: sampled, training batches"].get_xdata()) == list(range(20, 31))
+    assert lines_drawn["pilot: greedy, held-out"].get_ydata()[-1] == 75.0
