@@ -56,7 +56,7 @@ def summary(logs: dict, branch_epoch: int) -> list[str]:
 
 def figure(logs: dict, source_run: str, branch_epoch: int):
     apply_style()
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(10.5, 4.2), layout="constrained")
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for colour, (run, log) in zip(colours[:len(logs)], logs.items(), strict=True):
         shown = log if run == source_run else log[log.epoch >= branch_epoch]
@@ -67,7 +67,7 @@ def figure(logs: dict, source_run: str, branch_epoch: int):
     ax.axvline(branch_epoch, color="grey", ls=":", lw=1)
     ax.set(xlabel="epoch", ylabel="load rate (%)",
            title=f"Bin packing, 100 boxes: the pilots from {source_run}'s epoch {branch_epoch}")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: no line hidden
     return fig
 
 
