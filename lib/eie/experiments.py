@@ -218,8 +218,6 @@ class Training(Experiment):
     lr_drops: int = setting(0, integer(0, example=0), "K > 0: the first K plateaus lower the learning rate instead")
     lr_drop_factor: float = setting(0.25, number(above=0, at_most=0.99, example=0.25), "... multiplying it by this")
     warmup_epochs: int = setting(0, integer(0, example=0), "W > 0: the first W epochs use an exponential baseline")
-    lr_after_warmup: float = setting(0.0, number(example=1e-4),
-                                     "> 0: the learning rate from epoch W + 1 on (0: lr throughout)")
     dim: int = setting(128, integer(8, 128), "the model's width (head size d = dim / heads)")
     heads: int = setting(8, integer(1, 8))
     layers: int = setting(3, integer(1, 3), "encoder layers")
@@ -240,13 +238,6 @@ class Training(Experiment):
 
     def conditions(self):
         problems = _lengths(self)
-        if self.lr_after_warmup < 0 or (self.lr_after_warmup and not self.warmup_epochs):
-            problems.append(f"lr_after_warmup = {self.lr_after_warmup} must be 0 (lr throughout) or > 0 with "
-                            f"warmup_epochs > 0 (the rate once the warm-up ends), e.g. -y 'warmup_epochs: 100' "
-                            f"-y 'lr_after_warmup: 0.0001'")
-        if self.lr_after_warmup and (self.lr_drops or self.lr_decay_on_p):
-            problems.append("lr_after_warmup cannot be combined with lr_drops or lr_decay_on_p (two rules would "
-                            "change the learning rate): drop one")
         for key in [*self.rules, *self.training_free]:
             if key in methods.keys() and not methods.applies_to(key, self.problem):
                 problems.append(f"{key!r} does not apply to {self.problem} (only to {', '.join(methods.problems_for(key))}):"
