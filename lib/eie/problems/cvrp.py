@@ -1,6 +1,7 @@
 """The capacitated vehicle routing problem (Section 5.3 of the EIE paper).
 
-n destinations and one depot, coordinates uniform in [-1, 1]^2, demands uniform in (0, 1), unlimited
+n destinations and one depot, coordinates uniform in [-1, 1]^2, demands uniform in [0, 1) (torch.rand:
+a demand of exactly 0, about once in 2^24 draws, is a valid destination that loads nothing), unlimited
 vehicles of capacity C_v. Node 0 is the depot. A solution is the sequence of visited nodes; a
 vehicle leaves the depot, serves destinations while its load allows and returns; the cost is the
 total distance, returns included. Finished instances are padded with depot visits (zero distance).
@@ -133,8 +134,10 @@ class CVRP(Problem):
     instance_fields = {"coords": (2, "float"), "demand": (None, "float")}
 
     def check_values(self, instance: dict) -> None:
-        """The depot (node 0) has no demand; every destination's demand is in (0, 1], in units of the
-        capacity C_v (a demand above the capacity can never be served)."""
+        """The depot (node 0) has no demand; every destination's demand is in [0, 1], in units of the
+        capacity C_v (a demand above the capacity can never be served; a zero demand, which the
+        generator's uniform draw on [0, 1) yields about once in 2^24 destinations, is visited and loads
+        nothing)."""
         demand = instance["demand"]
         if demand.shape[1] < 2:
             raise ValueError(f"a CVRP instance needs the depot and at least one destination, got {demand.shape[1]} nodes")
@@ -143,11 +146,11 @@ class CVRP(Problem):
             raise ValueError(f"CVRP instance {bad[0]}, field 'demand' at node 0 (the depot): "
                              f"{demand[bad[0], DEPOT].item()} must be 0")
         destinations = demand[:, 1:]
-        bad = first_bad((destinations > 0) & (destinations <= 1 + _EPS))
+        bad = first_bad((destinations >= 0) & (destinations <= 1 + _EPS))
         if bad is not None:
             raise ValueError(f"CVRP instance {bad[0]}, field 'demand' at node {bad[1] + 1}: {destinations[bad].item():g} "
-                             f"is outside (0, 1] (demand in units of the capacity C_v = {self.capacity:g}: "
-                             f"positive and at most the capacity)")
+                             f"is outside [0, 1] (demand in units of the capacity C_v = {self.capacity:g}: "
+                             f"not negative and at most the capacity)")
 
     def max_steps(self, instance: dict) -> int:
         """A destination or the depot at each step, never the depot twice in a row before all are
