@@ -408,3 +408,50 @@ def test_a_branched_checkpoint_trains_on_exactly_as_its_new_configuration_from_t
         with pytest.raises(ValueError, match=match):
             TrainConfig(**dict(SMALL, **bad))
     assert "lr_after_warmup" not in TrainConfig(**SMALL).resume_key()
+
+
+def test_the_leave_one_out_baseline_centres_each_instances_samples():
+    from eie.training import leave_one_out_mean, repeat_instances
+
+    cost = torch.tensor([1.0, 2.0, 3.0, 10.0, 20.0, 30.0])
+    assert torch.allclose(leave_one_out_mean(cost, 3), torch.tensor([2.5, 2.0, 1.5, 25.0, 20.0, 15.0]))
+    advantage = (cost - leave_one_out_mean(cost, 3)).view(2, 3)
+    assert torch.allclose(advantage.sum(dim=1), torch.zeros(2))  # the samples of an instance push against each other
+    batch = {"coords": torch.arange(6.0).view(3, 1, 2)}
+    repeated = repeat_instances(batch, 2)
+    assert repeated["coords"].shape == (6, 1, 2) and torch.equal(repeated["coords"][2], batch["coords"][1])
+
+
+def test_several_samples_per_instance_train_resume_exactly_and_branch_from_a_warm_up(tmp_path):
+    """K samples of each of batch_size / K instances with the leave-one-out baseline: the cost falls, an interrupted run
+    ends where an uninterrupted one ends, the setting acts only after the warm-up (a checkpoint of
+    the warm-up with K = 1 branches into it and trains on exactly as the K = 4 run), and the
+    default keeps older checkpoints' key."""
+    from eie.training import branch_checkpoint
+
+    config = TrainConfig(epochs=8, **{**SMALL, "steps_per_epoch": 6, "batch_size": 64, "samples_per_instance": 4})
+    torch.manual_seed(config.seed)
+    untrained = build_model(config)
+    fixed = untrained.problem.generate(256, 8, torch.Generator().manual_seed(99))
+    result = train(config, tmp_path / "learns", progress=False, device="cpu")
+    assert float(greedy_cost(result.model, fixed).mean()) < 0.95 * float(greedy_cost(untrained, fixed).mean())
+
+    several = dict(SMALL, warmup_epochs=1, samples_per_instance=4)
+    straight = train(TrainConfig(epochs=3, **several), tmp_path / "straight", name="m", progress=False, device="cpu")
+    train(TrainConfig(epochs=2, **several), tmp_path / "resumed", name="m", progress=False, device="cpu")
+    resumed = train(TrainConfig(epochs=3, **several), tmp_path / "resumed", name="m", progress=False, device="cpu")
+    source = train(TrainConfig(epochs=1, **dict(SMALL, warmup_epochs=1)), tmp_path / "source", name="m",
+                   progress=False, device="cpu")
+    branch_checkpoint(source.checkpoint, tmp_path / "branch" / "m.pt", TrainConfig(epochs=3, **several), epoch=1)
+    branched = train(TrainConfig(epochs=3, **several), tmp_path / "branch", name="m", progress=False, device="cpu")
+    one = train(TrainConfig(epochs=3, **dict(SMALL, warmup_epochs=1)), tmp_path / "one", name="m", progress=False,
+                device="cpu")
+    for name, p in straight.model.state_dict().items():
+        assert torch.equal(p, resumed.model.state_dict()[name]) and torch.equal(p, branched.model.state_dict()[name]), name
+    assert not torch.equal(one.model.state_dict()["embed.linear.weight"], straight.model.state_dict()["embed.linear.weight"])
+    assert "samples_per_instance" not in TrainConfig(**SMALL).resume_key()
+    assert TrainConfig(**several).resume_key()["samples_per_instance"] == 4
+    with pytest.raises(ValueError, match="samples_per_instance must be >= 1"):
+        TrainConfig(**dict(SMALL, samples_per_instance=0))
+    with pytest.raises(ValueError, match="batch_size must be a multiple of it, got 16"):
+        TrainConfig(**dict(SMALL, samples_per_instance=3))

@@ -12,7 +12,14 @@ epochs is less than `plateau_tolerance` (relative) below the mean of the W epoch
 rate instead of a stop (multiplied by `lr_drop_factor`, a "reduce on plateau"), each time judged on
 the epochs since the last drop (`plateau_action`). The rules read only the log, so a resumed run
 stops (or drops) at the same epoch. Option `lr_after_warmup` (> 0) sets the learning rate at the
-first epoch after the warm-up, when the rollout baseline takes over. Option `final_policy` says what a finished run keeps: its last
+first epoch after the warm-up, when the rollout baseline takes over. Option `samples_per_instance`
+(K > 1) replaces the greedy rollout in the loss, from the first epoch after the warm-up, by the
+leave-one-out mean of K samples of each instance (Kool et al. 2019b, "Buy 4 REINFORCE samples, get a
+baseline for free"): each sample's baseline is the mean cost of the instance's K - 1 other samples,
+so advantages are centred on the instance. A step still decodes `batch_size` solutions: those of
+`batch_size` / K instances (a multiple of K is required), so a run costs what it cost with K = 1 and
+a checkpoint of the warm-up branches into it (`branch_checkpoint`). The greedy rollout is still decoded on each batch (logged as `baseline_cost`) and the
+rollout baseline's paired test runs as before. Option `final_policy` says what a finished run keeps: its last
 policy, or "baseline", the rollout baseline's (the last policy the paired test found better; model
 selection on the test's fresh held-out instances, never on a test set), which the checkpoint then
 holds beside the last one (`_keep_final_policy`) and `load_trained` and `export_policy` give.
@@ -53,6 +60,7 @@ from .grad_mode import gradients_on
 from .memory import check_fits
 from .model import PRECISIONS, AttentionModel, ModelConfig
 from .problems import make_problem
+from .problems.base import CheckedInstance
 
 WARMUP_BETA = 0.8  # Kool et al. (2019): the exponential baseline's decay, b <- beta b + (1 - beta) mean cost
 # What a finished run keeps (`TrainConfig.final_policy`): "last", the policy after its last epoch; or
@@ -84,6 +92,7 @@ class TrainConfig:
     lr_drop_factor: float = 0.25
     warmup_epochs: int = 0  # W > 0: Kool et al.'s warm-up, an exponential baseline in the first W epochs (`WARMUP_BETA`)
     lr_after_warmup: float = 0.0  # > 0: the learning rate from epoch W + 1 on, when the rollout baseline takes over
+    samples_per_instance: int = 1  # K > 1: after the warm-up, batch_size / K instances sampled K times, leave-one-out baseline
     final_policy: str = "last"  # what a finished run keeps: its last policy, or the rollout "baseline"'s (`FINAL_POLICIES`)
     seed: int = 0
     model: ModelConfig = ModelConfig()
@@ -93,7 +102,7 @@ class TrainConfig:
             applied = f" ({self.rule!r} is applied at test time to the model trained with " \
                       f"{methods.get(self.rule).applied_to!r})" if self.rule in methods.keys() else ""
             raise ValueError(f"models are trained with one of {methods.keys(trained=True)}, got {self.rule!r}{applied}")
-        for name in ("n_train", "epochs", "steps_per_epoch", "batch_size", "baseline_eval_size"):
+        for name in ("n_train", "epochs", "steps_per_epoch", "batch_size", "baseline_eval_size", "samples_per_instance"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.precision not in PRECISIONS:
@@ -117,6 +126,10 @@ class TrainConfig:
         if self.lr_after_warmup and (self.lr_drops or self.lr_decay_on_p):
             raise ValueError("lr_after_warmup changes the learning rate after the warm-up: it cannot be combined "
                              "with lr_drops or lr_decay_on_p (two rules would change the rate)")
+        if self.batch_size % self.samples_per_instance:
+            raise ValueError(f"samples_per_instance = {self.samples_per_instance} splits each step's batch_size "
+                             f"decodings among batch_size / {self.samples_per_instance} instances: batch_size "
+                             f"must be a multiple of it, got {self.batch_size}")
         if self.lr_drops < 0 or not 0 < self.lr_drop_factor < 1:
             raise ValueError(f"lr_drops >= 0 and 0 < lr_drop_factor < 1 are required, got {self.lr_drops} and "
                              f"{self.lr_drop_factor}")
@@ -146,10 +159,10 @@ class TrainConfig:
 
 # Training and model options a checkpoint's key holds only when they differ from these defaults: a
 # checkpoint written without the option then resumes as one with its default.
-_KEYED_WHEN_SET = {"precision": "float32", "warmup_epochs": 0, "lr_after_warmup": 0.0}
+_KEYED_WHEN_SET = {"precision": "float32", "warmup_epochs": 0, "lr_after_warmup": 0.0, "samples_per_instance": 1}
 # Settings that act only from the first epoch after the warm-up: a checkpoint of at most as many
 # epochs as both its own warm-up and the new one can branch into other values (`branch_checkpoint`).
-_ACTING_AFTER_WARMUP = ("warmup_epochs", "lr_after_warmup")
+_ACTING_AFTER_WARMUP = ("warmup_epochs", "lr_after_warmup", "samples_per_instance")
 _MODEL_KEYED_WHEN_SET = {"pointer_clip": "plain", "normalization": "layer"}
 
 
@@ -403,6 +416,18 @@ def restore_sampling(sample_gen: torch.Generator, saved: torch.Tensor, seed: int
     return restart
 
 
+def repeat_instances(batch: dict, k: int) -> dict:
+    """Each instance of `batch` k times in a row (instance i at rows i k ... i k + k - 1)."""
+    return CheckedInstance({key: value.repeat_interleave(k, dim=0) for key, value in batch.items()})
+
+
+def leave_one_out_mean(cost: torch.Tensor, k: int) -> torch.Tensor:
+    """For costs (B k,) of k samples per instance in a row: each sample's mean over the instance's
+    k - 1 other samples, the baseline that keeps the REINFORCE gradient unbiased."""
+    per_instance = cost.view(-1, k)
+    return ((per_instance.sum(dim=1, keepdim=True) - per_instance) / (k - 1)).reshape(-1)
+
+
 def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: str, device: torch.device,
                   progress: bool) -> TrainResult:
     """`train`'s loop, run while the checkpoint's lock is held."""
@@ -453,10 +478,13 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
         started = time.perf_counter()
         model.train()
         costs, base = [], []
+        several = config.samples_per_instance > 1 and epoch >= config.warmup_epochs
         for _ in range(config.steps_per_epoch):
-            batch = problem.generate(config.batch_size, config.n_train, data_gen, device)
-            solution, log_likelihood = model.sample_with_gradients(batch, sample_gen)
-            cost = problem.cost(batch, solution)
+            batch = problem.generate(config.batch_size // config.samples_per_instance if several else config.batch_size,
+                                     config.n_train, data_gen, device)
+            sampled = repeat_instances(batch, config.samples_per_instance) if several else batch
+            solution, log_likelihood = model.sample_with_gradients(sampled, sample_gen)
+            cost = problem.cost(sampled, solution)
             with torch.no_grad():
                 baseline.eval()
                 base_solution, _ = baseline.rollout(batch, "greedy")
@@ -467,6 +495,8 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
                 warmup_baseline = mean if warmup_baseline is None else \
                     WARMUP_BETA * warmup_baseline + (1 - WARMUP_BETA) * mean
                 base_cost = torch.full_like(cost, warmup_baseline)
+            elif several:
+                base_cost = leave_one_out_mean(cost.detach(), config.samples_per_instance)
             loss = ((cost - base_cost) * log_likelihood).mean()
             optimiser.zero_grad()
             loss.backward()
