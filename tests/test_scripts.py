@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from script_module import script_module
 
 from eie.paths import repo_root
@@ -55,3 +56,27 @@ def test_bpp_pilots_draws_each_run_from_its_branch_and_summarises_the_epochs_aft
     assert list(lines_drawn["src: greedy, held-out"].get_xdata()) == list(range(1, 21))
     assert list(lines_drawn["pilot: sampled, training batches"].get_xdata()) == list(range(20, 31))
     assert lines_drawn["pilot: greedy, held-out"].get_ydata()[-1] == 75.0
+
+
+def test_bpp_decisions_forces_each_head_and_splits_the_likelihood_between_them():
+    """scripts/diagnostics/bpp_decisions.py: greedy-greedy is the policy's greedy decoding, sampled-
+    sampled its sampled decoding with the same generator (forcing the placement head changes
+    nothing else), the two heads' likelihoods add up to the policy's, and the head is put back."""
+    from eie.evaluation import greedy_costs
+    from eie.training import TrainConfig, build_model
+
+    decisions = script_module("diagnostics/bpp_decisions")
+    torch.manual_seed(0)
+    model = build_model(TrainConfig(problem="bpp", problem_options={"length": 60, "width": 50}, n_train=8)).eval()
+    head = model.action_head
+    instances = model.problem.generate(16, 8, torch.Generator().manual_seed(3))
+    found = decisions.decision_loads(model, instances, seed=5)
+    assert model.action_head is head
+    assert found[("greedy", "greedy")] == pytest.approx(-float(greedy_costs(model, instances).mean()), abs=1e-4)  # costs: minus the load
+    with torch.no_grad():
+        solution, log_likelihood = model.rollout(instances, "sample", torch.Generator().manual_seed(5))
+    assert found[("sample", "sample")] == pytest.approx(-float(model.problem.cost(instances, solution).mean()), abs=1e-4)
+    assert found["nll_sequence"] + found["nll_placement"] == pytest.approx(-float(log_likelihood.mean()) / 8, rel=1e-5)
+    assert found["nll_sequence"] > 0 and found["nll_placement"] > 0
+    assert len({round(found[key], 4) for key in found if isinstance(key, tuple)}) > 1  # the modes differ
+    assert "| greedy both |" in decisions.table([("x, epoch 1", found)])
