@@ -80,3 +80,7 @@ def test_bpp_decisions_forces_each_head_and_splits_the_likelihood_between_them()
     assert found["nll_sequence"] > 0 and found["nll_placement"] > 0
     assert len({round(found[key], 4) for key in found if isinstance(key, tuple)}) > 1  # the modes differ
     assert "| greedy both |" in decisions.table([("x, epoch 1", found)])
+    spread, norm = decisions.encoding_spread(model, instances)
+    with torch.no_grad():
+        nodes = model.encode(instances)
+    assert spread == pytest.approx(float(nodes.std(dim=1).mean())) and 0 < spread < norm
