@@ -17,12 +17,13 @@ first epoch after the warm-up, when the rollout baseline takes over. Option `sam
 leave-one-out mean of K samples of each instance (Kool et al. 2019b, "Buy 4 REINFORCE samples, get a
 baseline for free"): each sample's baseline is the mean cost of the instance's K - 1 other samples,
 so advantages are centred on the instance. A step still decodes `batch_size` solutions: those of
-`batch_size` / K instances (a multiple of K is required), so a run costs what it cost with K = 1 and
-a checkpoint of the warm-up branches into it (`branch_checkpoint`). The greedy rollout is still decoded on each batch (logged as `baseline_cost`) and the
-rollout baseline's paired test runs as before. Option `final_policy` says what a finished run keeps: its last
-policy, or "baseline", the rollout baseline's (the last policy the paired test found better; model
-selection on the test's fresh held-out instances, never on a test set), which the checkpoint then
-holds beside the last one (`_keep_final_policy`) and `load_trained` and `export_policy` give.
+`batch_size` / K instances (a multiple of K is required), so a run costs what it cost with K = 1
+and a checkpoint of the warm-up branches into it (`branch_checkpoint`). The greedy rollout is still
+decoded on each batch (logged as `baseline_cost`) and the rollout baseline's paired test runs as
+before. Option `final_policy` says what a finished run keeps: its last policy, or "baseline", the
+rollout baseline's (the last policy the paired test found better; model selection on the test's
+fresh held-out instances, never on a test set), which the checkpoint then holds beside the last one
+(`_keep_final_policy`) and `load_trained` and `export_policy` give.
 
 A checkpoint (`eie.checkpoints`) is written atomically after every epoch (model, baseline, optimiser, random-generator
 states, held-out set); a run started again with the same configuration resumes from it and ends
