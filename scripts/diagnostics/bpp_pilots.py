@@ -2,7 +2,7 @@
 
 Each pilot preset (`presets/bpp_pilot_*.yaml`) starts from bpp_paper's checkpoint at the epoch it
 names (`python -m eie.worker PILOT 05_train_bpp --branch-from bpp_paper --at-epoch E`) and changes
-what happens after it (the warm-up's end, the learning rate). This reads the epoch log of every run
+what happens after it (the warm-up's end, the learning rate, the baseline). This reads the epoch log of every run
 as a worker would resume it (this machine's checkpoint or the carried copy, `eie.worker.training_logs`)
 and draws, per run, the held-out greedy load rate and, faint, the load of the solutions sampled on
 the training batches, with the paper's 1/sqrt(d) model at 100 boxes (Table 1) as a grey line; it
