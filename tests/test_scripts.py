@@ -40,22 +40,28 @@ def test_the_tsplib_table_names_what_is_missing_before_decoding(tmp_path):
 
 
 def test_bpp_pilots_draws_each_run_from_its_branch_and_summarises_the_epochs_after_it():
-    """scripts/diagnostics/bpp_pilots.py: the source run drawn whole, each pilot from its branch
-    epoch on, load rates as positive percentages; the summary's means are those of the logs."""
+    """scripts/diagnostics/bpp_pilots.py: the source run drawn whole, each branched pilot from its
+    branch epoch on, a pilot started from scratch whole and dashed, load rates as positive
+    percentages; the summary's means are those of the logs."""
     pilots = script_module("diagnostics/bpp_pilots")
     epochs = np.arange(1, 31)
     source = pd.DataFrame({"epoch": epochs[:20], "greedy": 70.0 + 0.1 * epochs[:20], "sampled": 50.0 + epochs[:20]})
     pilot = pd.DataFrame({"epoch": epochs, "greedy": np.r_[source.greedy, np.full(10, 75.0)],
                           "sampled": np.r_[source.sampled, np.full(10, 40.0)]})
-    logs = {"src": source, "pilot": pilot}
-    lines = pilots.summary(logs, branch_epoch=20)
+    scratch = pd.DataFrame({"epoch": epochs[:25], "greedy": np.full(25, 60.0), "sampled": np.full(25, 35.0)})
+    logs = {"src": source, "pilot": pilot, "scratch": scratch}
+    lines = pilots.summary(logs, branch_epoch=20, source_run="src")
     assert lines[0] == "src: epochs 1-20; last 10 epochs: greedy 71.55 %, sampled 65.50 %"
-    assert lines[1].startswith("pilot: epochs 1-30; last 10 epochs: greedy 75.00 %, sampled 40.00 %")
+    assert lines[1] == "pilot: epochs 1-30; last 10 epochs: greedy 75.00 %, sampled 40.00 %"  # branched
+    assert lines[2] == "scratch: epochs 1-25; last 10 epochs: greedy 60.00 %, sampled 35.00 % (from scratch)"
     fig = pilots.figure(logs, "src", branch_epoch=20)
     lines_drawn = {line.get_label(): line for line in fig.axes[0].get_lines()}
     assert list(lines_drawn["src: greedy, held-out"].get_xdata()) == list(range(1, 21))
     assert list(lines_drawn["pilot: sampled, training batches"].get_xdata()) == list(range(20, 31))
     assert lines_drawn["pilot: greedy, held-out"].get_ydata()[-1] == 75.0
+    assert list(lines_drawn["scratch: greedy, held-out"].get_xdata()) == list(range(1, 26))
+    assert lines_drawn["scratch: greedy, held-out"].get_linestyle() == "--"
+    assert lines_drawn["pilot: greedy, held-out"].get_linestyle() == "-"
 
 
 def test_bpp_decisions_forces_each_head_and_splits_the_likelihood_between_them():

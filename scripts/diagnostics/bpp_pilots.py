@@ -2,7 +2,8 @@
 
 Each pilot preset (`presets/bpp_pilot_*.yaml`) starts from bpp_paper's checkpoint at the epoch it
 names (`python -m eie.worker PILOT 05_train_bpp --branch-from bpp_paper --at-epoch E`) and changes
-what happens after it (the warm-up's end, the learning rate, the baseline). This reads the epoch log of every run
+what happens after it (the warm-up's end, the learning rate, the baseline), or starts from scratch
+(its first epochs differ from the source's; drawn from epoch 1, dashed). This reads the epoch log of every run
 as a worker would resume it (this machine's checkpoint or the carried copy, `eie.worker.training_logs`)
 and draws, per run, the held-out greedy load rate and, faint, the load of the solutions sampled on
 the training batches, with the paper's 1/sqrt(d) model at 100 boxes (Table 1) as a grey line; it
@@ -41,13 +42,22 @@ def run_logs(presets) -> dict:
     return logs
 
 
-def summary(logs: dict, branch_epoch: int) -> list[str]:
+def branched(log, source, branch_epoch: int) -> bool:
+    """Whether a pilot's log holds the source run's first `branch_epoch` epochs (it branched from it)."""
+    mine, theirs = log[log.epoch <= branch_epoch], source[source.epoch <= branch_epoch]
+    return len(mine) == branch_epoch and len(theirs) == branch_epoch and \
+        (mine.greedy.to_numpy() == theirs.greedy.to_numpy()).all()
+
+
+def summary(logs: dict, branch_epoch: int, source_run: str) -> list[str]:
     lines = []
     for run, log in logs.items():
         last, after = log.tail(10), log[(log.epoch > branch_epoch) & (log.epoch <= branch_epoch + 10)]
         line = (f"{run}: epochs 1-{int(log.epoch.max())}; last 10 epochs: greedy {last.greedy.mean():.2f} %, "
                 f"sampled {last.sampled.mean():.2f} %")
-        if len(after) and log.epoch.max() > branch_epoch + 10:
+        if run != source_run and not branched(log, logs[source_run], branch_epoch):
+            line += " (from scratch)"
+        elif len(after) and log.epoch.max() > branch_epoch + 10:
             line += f"; epochs {branch_epoch + 1}-{branch_epoch + 10}: greedy {after.greedy.mean():.2f} %, " \
                     f"sampled {after.sampled.mean():.2f} %"
         lines.append(line)
@@ -59,14 +69,16 @@ def figure(logs: dict, source_run: str, branch_epoch: int):
     fig, ax = plt.subplots(figsize=(10.5, 4.2), layout="constrained")
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for colour, (run, log) in zip(colours[:len(logs)], logs.items(), strict=True):
-        shown = log if run == source_run else log[log.epoch >= branch_epoch]
-        ax.plot(shown.epoch, shown.greedy, color=colour, lw=1.4, label=f"{run}: greedy, held-out")
-        ax.plot(shown.epoch, shown.sampled, color=colour, lw=0.9, alpha=0.45, label=f"{run}: sampled, training batches")
+        own = run == source_run or not branched(log, logs[source_run], branch_epoch)
+        shown, style = (log, "-" if run == source_run else "--") if own else (log[log.epoch >= branch_epoch], "-")
+        ax.plot(shown.epoch, shown.greedy, color=colour, lw=1.4, ls=style, label=f"{run}: greedy, held-out")
+        ax.plot(shown.epoch, shown.sampled, color=colour, lw=0.9, ls=style, alpha=0.45,
+                label=f"{run}: sampled, training batches")
     paper = PAPER_BPP[(120, 100)]["inv_sqrt_d"][0][0]
     ax.axhline(paper, color="grey", ls="--", lw=1, label=f"paper's 1/√d model at 100 boxes ({paper} %)")
     ax.axvline(branch_epoch, color="grey", ls=":", lw=1)
     ax.set(xlabel="epoch", ylabel="load rate (%)",
-           title=f"Bin packing, 100 boxes: the pilots from {source_run}'s epoch {branch_epoch}")
+           title=f"Bin packing, 100 boxes: the pilots from {source_run}'s epoch {branch_epoch} (dashed: from scratch)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: no line hidden
     return fig
 
@@ -83,7 +95,7 @@ def main(argv=None) -> None:
     logs = run_logs([args.source, *args.pilots])
     if source_run not in logs:
         parser.error(f"{args.source}: no epoch log of its seed-0 model here or in its carry/ folder")
-    for line in summary(logs, args.branch_epoch):
+    for line in summary(logs, args.branch_epoch, source_run):
         print(line)
     path = save_figure(figure(logs, source_run, args.branch_epoch), "bpp_pilots", run=source_run)
     print(f"figure: {path}")
