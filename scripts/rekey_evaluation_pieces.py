@@ -7,7 +7,9 @@ A stored piece is named by a hash of its key and of the source of the modules th
 (`eie.evaluation_store`), so any edit to those modules, a new input check say, makes every piece
 miss and an evaluation of hours starts again. This script first recomputes `--samples` entries of
 the run's committed per-instance results (random method, seed and n up to `--max-factor` x N, every
-setting of the notebook) with today's code and requires each to equal the committed values exactly;
+setting of the notebook) with today's code and requires each to equal the committed values exactly
+(a run whose evaluation has not finished has none: then its stored reference pieces at those n are
+recomputed, the smallest first, and compared);
 only then does it rename every stale piece of the run (results/<run>/checkpoints/evaluation/ and
 carry/evaluation/) to the name today's code looks up, rewriting the piece's key where the function that
 builds pieces (`eie.extrapolation.evaluate`, `eie.tsplib.evaluate_tsplib`) was edited. A mismatch renames nothing
@@ -44,7 +46,10 @@ def verify(params: dict, notebook: str, samples: int, max_factor: int, seed: int
     run, n_train = params["run"], params["n_train"]
     setups = study.training_setups(notebook, params)
     problem_name = setups[0]["config"]["problem"]
-    committed = load_instance_objectives(study.results_dir(run, create=False) / make_problem(problem_name).result_files[1])
+    results = study.results_dir(run, create=False) / make_problem(problem_name).result_files[1]
+    if not results.exists():
+        return verify_references(params, setups, samples, max_factor)
+    committed = load_instance_objectives(results)
     by_setting = {setup["setting"]: setup for setup in setups}
     candidates = [key for key in committed if key[0] in by_setting and key[3] <= max_factor * n_train]
     if not candidates:
@@ -67,6 +72,39 @@ def verify(params: dict, notebook: str, samples: int, max_factor: int, seed: int
         ok &= same
         print(f"{setting or problem_name} {method_key} seed {model_seed} n = {n}: "
               f"{'equal' if same else 'DIFFERENT'} ({len(values)} instances)", flush=True)
+    return ok
+
+
+def verify_references(params: dict, setups: list, samples: int, max_factor: int) -> bool:
+    """For a run whose evaluation has not finished (no per-instance results committed): recompute up to
+    `samples` of its stored reference pieces at n <= `max_factor` x N (the smallest first) with today's
+    reference solver, and compare each with the stored values. True if all are equal."""
+    import json
+
+    by_setting = {setup["setting"]: setup for setup in setups}
+    pieces = []
+    for folder in (study.results_dir(params["run"], create=False) / "checkpoints" / "evaluation",
+                   study.carry_folder(params["run"]) / "evaluation"):
+        for path in EvaluationStore(folder).stale_pieces():
+            payload = load_tensors(path, "evaluation piece")
+            key = json.loads(payload["key"])
+            if key.get("kind") == "reference" and key["setting"] in by_setting \
+                    and key["n"] <= max_factor * params["n_train"]:
+                pieces.append((key["n"], key, payload["values"].numpy()))
+    if not pieces:
+        print(f"no committed per-instance results and no reference piece at n <= {max_factor} N to check against")
+        return False
+    ok = True
+    for n, key, stored in sorted(pieces, key=lambda piece: piece[0])[:samples]:
+        setup = by_setting[key["setting"]]
+        problem = make_problem(setup["config"]["problem"], **setup["config"].get("problem_options", {}))
+        instances = fixed_test_set(problem, n, key["test_size"], key["test_seed"])
+        sign = -1.0 if problem.maximise else 1.0
+        k = key["reference_size"]
+        values = sign * problem.reference_costs({name: v[:k] for name, v in instances.items()}, **key["reference_options"])
+        same = np.array_equal(values, stored)
+        ok &= same
+        print(f"{key['setting']} reference n = {n}: {'equal' if same else 'DIFFERENT'} ({len(values)} instances)", flush=True)
     return ok
 
 

@@ -238,3 +238,76 @@ def test_the_in_place_placement_layer_gives_the_straightforward_numbers(monkeypa
     assert torch.equal(a, b) and torch.equal(ga, gb) and torch.equal(la, lb)
     assert len(grads_a) == len(grads_b) > 0
     assert all(torch.equal(x, y) for x, y in zip(grads_a, grads_b, strict=True))
+
+
+def test_the_rule_choices_are_the_heuristics_placements():
+    """`rule_choices` over the placement head's candidates picks what `lowest_top_action` picks over
+    every corner: the same top height, and the same placement where the rule's tie-break decides."""
+    from eie.problems.bpp import rule_choices
+    from eie.problems.bpp_heuristics import lowest_top_action
+    problem = make_problem("bpp", length=60, width=50)
+    instance = problem.generate(6, 12, torch.Generator().manual_seed(8))
+    state = problem.initial_state(instance)
+    rows = torch.arange(6)
+    for step in range(12):
+        box = torch.full((6,), step)
+        extents, low, y, trapped = state.placement_options(box)
+        top = low + extents[..., 2, None].to(low.dtype)
+        lowest, choice = rule_choices(top, trapped)
+        reference = lowest_top_action(state, box)
+        orientation, x = choice // problem.length, choice % problem.length
+        ref_extents, rest = state.candidates(box)
+        ref_top = rest[rows, reference[:, 1], reference[:, 2], reference[:, 3]] + ref_extents[rows, reference[:, 1], 2]
+        assert torch.equal(top[rows, orientation, x], ref_top)
+        assert lowest.flatten(1)[rows, reference[:, 1] * problem.length + reference[:, 2]].all()
+        state = state.update(reference)
+
+
+def test_teaching_the_placement_rule_makes_the_head_take_it(tmp_path):
+    """`BPP.teach_action_rule`: an untrained head's greedy placement rarely ends the box's top lowest;
+    after 120 imitation steps most do, the encoder and pointer are untouched, and the same generator
+    seed teaches the same head. A training run with `rule_warm_start` starts from that head and
+    resumes exactly; a problem without a rule refuses the option."""
+    from eie.problems.bpp import rule_choices
+    from eie.training import TrainConfig, build_model, train
+
+    def lowest_share(model, instance):
+        head, hits, state = model.action_head, 0, model.problem.initial_state(instance)
+        with torch.no_grad():
+            nodes = model.encode(instance)
+            for step in range(instance["dims"].shape[1]):
+                box = torch.full((instance["dims"].shape[0],), step)
+                log_p, y, top, trapped = head.log_probabilities(state, nodes, box)
+                lowest, rule = rule_choices(top, trapped)
+                hits += int(lowest.gather(1, log_p.argmax(1, keepdim=True)).sum())
+                state = state.update(head.action(box, rule, y))
+        return hits / instance["dims"].shape[:2].numel()
+
+    config = TrainConfig(problem="bpp", problem_options={"length": 60, "width": 50}, n_train=10, epochs=2,
+                         steps_per_epoch=1, batch_size=8, baseline_eval_size=8, lr=1e-3)
+    torch.manual_seed(0)
+    model = build_model(config)
+    held_out = model.problem.generate(8, 10, torch.Generator().manual_seed(11))
+    encoder_before = {k: v.clone() for k, v in model.state_dict().items() if not k.startswith("action_head")}
+    before = lowest_share(model, held_out)
+    taught = model.problem.teach_action_rule(model, 120, 10, 8, torch.Generator().manual_seed(1))
+    after = lowest_share(model, held_out)
+    assert before < 0.5 and after > 0.8 and taught > 0.8, (before, after, taught)
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in encoder_before.items())
+    torch.manual_seed(0)
+    again = build_model(config)
+    again.problem.teach_action_rule(again, 120, 10, 8, torch.Generator().manual_seed(1))
+    assert all(torch.equal(v, again.state_dict()[k]) for k, v in model.state_dict().items())
+
+    warm = TrainConfig(**{**config.__dict__, "rule_warm_start": 60})
+    straight = train(warm, tmp_path / "a", progress=False, device="cpu")
+    train(TrainConfig(**{**warm.__dict__, "epochs": 1}), tmp_path / "b", progress=False, device="cpu")
+    resumed = train(warm, tmp_path / "b", progress=False, device="cpu")
+    for (name, p), q in zip(straight.model.state_dict().items(), resumed.model.state_dict().values(), strict=True):
+        assert torch.equal(p, q), name
+    assert lowest_share(straight.model, held_out) > 0.5
+    assert "rule_warm_start" not in config.resume_key() and warm.resume_key()["rule_warm_start"] == 60
+    with pytest.raises(ValueError, match="tsp has none"):
+        TrainConfig(problem="tsp", rule_warm_start=10)
+    with pytest.raises(ValueError, match="rule_warm_start must be >= 0"):
+        TrainConfig(problem="bpp", rule_warm_start=-1)

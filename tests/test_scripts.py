@@ -10,6 +10,7 @@ import torch
 from script_module import script_module
 
 from eie.paths import repo_root
+from eie.problems import make_problem
 
 SCRIPTS = sorted(p.relative_to(repo_root()).as_posix() for p in (repo_root() / "scripts").rglob("*.py"))
 
@@ -90,3 +91,56 @@ def test_bpp_decisions_forces_each_head_and_splits_the_likelihood_between_them()
     with torch.no_grad():
         nodes = model.encode(instances)
     assert spread == pytest.approx(float(nodes.std(dim=1).mean())) and 0 < spread < norm
+
+
+def test_bpp_placement_crosses_orders_and_placements():
+    """scripts/diagnostics/bpp_placement.py: the policy's order with its own placement is its greedy
+    packing, a sorted order with the rule's placement is that heuristic, and the head-against-rule
+    shares are shares; the head is put back."""
+    from eie.evaluation import greedy_costs
+    from eie.problems.bpp_heuristics import heuristic_load_rates
+    from eie.training import TrainConfig, build_model
+
+    placement = script_module("diagnostics/bpp_placement")
+    torch.manual_seed(0)
+    model = build_model(TrainConfig(problem="bpp", problem_options={"length": 60, "width": 50}, n_train=8)).eval()
+    head = model.action_head
+    instances = model.problem.generate(8, 8, torch.Generator().manual_seed(3))
+    found = placement.crossed_loads(model, instances)
+    assert model.action_head is head
+    assert found[("policy", "policy")] == pytest.approx(-float(greedy_costs(model, instances).mean()), abs=1e-4)
+    rates = heuristic_load_rates(model.problem, instances)
+    for key in ("longest_edge", "volume", "as_generated"):
+        assert found[(key, "rule")] == pytest.approx(float(rates[key].mean()), abs=1e-4)
+    assert found[("longest_edge", "rule")] > found[("longest_edge", "policy")]  # an untrained head places worse
+    assert 0 <= found["as_low"] < 1 and found["excess"] > 0 and 0 <= found["raising"] <= 1
+    assert "longest edge order, rule placement" in placement.table([("x", found)]).splitlines()[0]
+
+
+def test_rekey_checks_a_run_without_results_on_its_reference_pieces(tmp_path, monkeypatch, capsys):
+    """scripts/rekey_evaluation_pieces.py on a run whose evaluation has not finished: its stale
+    reference pieces are recomputed (smallest n first) and compared; equal values let them be
+    renamed to today's key, different ones are refused."""
+    from eie import experiments, study
+    from eie.evaluation import fixed_test_set
+    from eie.evaluation_store import EvaluationStore
+
+    rekey = script_module("rekey_evaluation_pieces")
+    monkeypatch.setattr(study, "results_dir", lambda run="default", create=True: tmp_path / run)
+    params = experiments.load("05_train_bpp", None, run="r", bins=[[60, 50]], n_train=4, n_max=8)
+    setup = study.training_setups("05_train_bpp", params)[0]
+    problem = make_problem("bpp", **setup["config"]["problem_options"])
+    store = EvaluationStore(tmp_path / "r" / "checkpoints" / "evaluation")
+    key = {"kind": "reference", "problem": "bpp", "setting": setup["setting"], "n": 4, "test_size": 8,
+           "test_seed": 3, "reference_size": 5, "reference_options": {}, "code": "old"}
+    instances = fixed_test_set(problem, 4, 8, 3)
+    values = -problem.reference_costs({name: v[:5] for name, v in instances.items()})
+    store.put(key, values)
+    (piece,) = store.folder.glob("*.pt")
+    piece.rename(store.folder / ("0" * 24 + ".pt"))  # as an edit to the modules leaves it: under another name
+    assert rekey.verify(params, "05_train_bpp", samples=2, max_factor=1)
+    assert "reference n = 4: equal (5 instances)" in capsys.readouterr().out
+    store.put({**key, "n": 2}, values + 1)  # a stale piece whose values today's code does not give
+    (store.folder / store._path({**key, "n": 2}).name).rename(store.folder / ("1" * 24 + ".pt"))
+    assert not rekey.verify(params, "05_train_bpp", samples=2, max_factor=1)
+    assert "reference n = 2: DIFFERENT" in capsys.readouterr().out

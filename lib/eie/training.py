@@ -20,7 +20,9 @@ so advantages are centred on the instance. A step still decodes `batch_size` sol
 `batch_size` / K instances (a multiple of K is required), so a run costs what it cost with K = 1
 and a checkpoint of the warm-up branches into it (`branch_checkpoint`). The greedy rollout is still
 decoded on each batch (logged as `baseline_cost`) and the rollout baseline's paired test runs as
-before. Option `final_policy` says what a finished run keeps: its last policy, or "baseline", the
+before. Option `rule_warm_start` (S > 0 steps, bin packing) teaches the action head the problem's
+hand-written rule by imitation before epoch 1 (`Problem.teach_action_rule`), from its own seeded
+stream; reinforcement then starts from that head. Option `final_policy` says what a finished run keeps: its last policy, or "baseline", the
 rollout baseline's (the last policy the paired test found better; model selection on the test's
 fresh held-out instances, never on a test set), which the checkpoint then holds beside the last one
 (`_keep_final_policy`) and `load_trained` and `export_policy` give.
@@ -60,7 +62,7 @@ from .files import (
 from .grad_mode import gradients_on
 from .memory import check_fits
 from .model import PRECISIONS, AttentionModel, ModelConfig
-from .problems import make_problem
+from .problems import PROBLEMS, make_problem
 from .problems.base import CheckedInstance
 
 WARMUP_BETA = 0.8  # Kool et al. (2019): the exponential baseline's decay, b <- beta b + (1 - beta) mean cost
@@ -94,6 +96,7 @@ class TrainConfig:
     warmup_epochs: int = 0  # W > 0: Kool et al.'s warm-up, an exponential baseline in the first W epochs (`WARMUP_BETA`)
     lr_after_warmup: float = 0.0  # > 0: the learning rate from epoch W + 1 on, when the rollout baseline takes over
     samples_per_instance: int = 1  # K > 1: after the warm-up, batch_size / K instances sampled K times, leave-one-out baseline
+    rule_warm_start: int = 0  # S > 0: before epoch 1, S optimiser steps teach the action head the problem's rule (bin packing)
     final_policy: str = "last"  # what a finished run keeps: its last policy, or the rollout "baseline"'s (`FINAL_POLICIES`)
     seed: int = 0
     model: ModelConfig = ModelConfig()
@@ -106,6 +109,12 @@ class TrainConfig:
         for name in ("n_train", "epochs", "steps_per_epoch", "batch_size", "baseline_eval_size", "samples_per_instance"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.rule_warm_start < 0:
+            raise ValueError(f"rule_warm_start must be >= 0 (0: no warm start), got {self.rule_warm_start}")
+        if self.rule_warm_start and not hasattr(PROBLEMS.get(self.problem), "teach_action_rule"):
+            taught = ", ".join(key for key, kind in PROBLEMS.items() if hasattr(kind, "teach_action_rule"))
+            raise ValueError(f"rule_warm_start teaches the action head a hand-written rule: {self.problem} has none "
+                             f"(problems with one: {taught}); set it to 0")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if not (self.lr > 0 and 0 < self.alpha < 1 and self.max_grad_norm > 0):
@@ -160,7 +169,8 @@ class TrainConfig:
 
 # Training and model options a checkpoint's key holds only when they differ from these defaults: a
 # checkpoint written without the option then resumes as one with its default.
-_KEYED_WHEN_SET = {"precision": "float32", "warmup_epochs": 0, "lr_after_warmup": 0.0, "samples_per_instance": 1}
+_KEYED_WHEN_SET = {"precision": "float32", "warmup_epochs": 0, "lr_after_warmup": 0.0, "samples_per_instance": 1,
+                   "rule_warm_start": 0}
 # Settings that act only from the first epoch after the warm-up: a checkpoint of at most as many
 # epochs as both its own warm-up and the new one can branch into other values (`branch_checkpoint`).
 _ACTING_AFTER_WARMUP = ("warmup_epochs", "lr_after_warmup", "samples_per_instance")
@@ -434,6 +444,12 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
     """`train`'s loop, run while the checkpoint's lock is held."""
     torch.manual_seed(config.seed)  # parameter initialisation
     model = build_model(config, device)
+    if config.rule_warm_start and not checkpoint.exists():  # a resumed run reads the taught head from its checkpoint
+        taught = model.problem.teach_action_rule(model, config.rule_warm_start, config.n_train,
+                                                 config.batch_size // config.samples_per_instance,
+                                                 torch.Generator().manual_seed(config.seed * 7919 + 3), device)
+        print(f"{name}: action head taught the rule in {config.rule_warm_start} steps ({100 * taught:.1f} % of the "
+              f"last packing's decisions as the rule's)", flush=True)
     baseline = copy.deepcopy(model)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
     data_gen = torch.Generator().manual_seed(config.seed * 7919 + 1)

@@ -38,6 +38,7 @@ from .heightmap import lowest_placements, oriented, place, resting_heights
 MIN_EDGE, MAX_EDGE = 10, 50
 FRONTIER_CHANNELS_LAST = True  # the frontier's memory layout (False: the plain one, for benchmarks)
 PAIR_BUDGET = 2**26  # box pairs compared at once by the overlap check
+RULE_LR = 1e-3  # the learning rate of `BPP.teach_action_rule`'s imitation
 
 
 @dataclass(frozen=True)
@@ -211,9 +212,10 @@ class PlacementHead(nn.Module):
         hidden += context[:, None, None, :]
         return hidden.tanh_()
 
-    def forward(self, state: BPPState, nodes: torch.Tensor, box: torch.Tensor, decode: str,
-                generator: torch.Generator | None = None):
-        """Returns (action (B, 4): box, orientation, x, y; log-probability of the placement (B,))."""
+    def log_probabilities(self, state: BPPState, nodes: torch.Tensor, box: torch.Tensor):
+        """For the chosen boxes (B,): (log-probabilities of the 6 L candidates (B, 6 L), orientation-major;
+        the rule's y of each (B, 6, L); each candidate's top height (B, 6, L), inf where the box does not
+        fit; the empty volume trapped under it (B, 6, L))."""
         batch = box.shape[0]
         extents, low, y, trapped = state.placement_options(box)  # (B, 6, 3), then (B, 6, L) each
         valid = torch.isfinite(low)
@@ -229,14 +231,33 @@ class PlacementHead(nn.Module):
         chosen = nodes.gather(1, box[:, None, None].expand(-1, 1, nodes.shape[-1]))[:, 0]
         context = self.context(torch.cat([chosen, self.frontier(state)], dim=1))  # (B, hidden)
         logits = self.score(self.hidden(features, context))[..., 0]
-        log_p = torch.log_softmax(logits.masked_fill(~valid, float("-inf")).flatten(1), dim=1)  # (B, 6 L)
+        log_p = torch.log_softmax(logits.masked_fill(~valid, float("-inf")).flatten(1), dim=1)
+        return log_p, y, low + extents[..., 2, None].to(low.dtype), trapped
+
+    def action(self, box: torch.Tensor, choice: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The action (B, 4) of candidate `choice` (B,) (an index into the 6 L candidates)."""
+        cy = y.flatten(1).gather(1, choice[:, None])[:, 0]
+        return torch.stack([box, choice // self.length, choice % self.length, cy], dim=1)
+
+    def forward(self, state: BPPState, nodes: torch.Tensor, box: torch.Tensor, decode: str,
+                generator: torch.Generator | None = None):
+        """Returns (action (B, 4): box, orientation, x, y; log-probability of the placement (B,))."""
+        log_p, y, _, _ = self.log_probabilities(state, nodes, box)
         if decode == "greedy":
             choice = log_p.argmax(1)
         else:
             choice = torch.multinomial(log_p.exp(), 1, generator=generator)[:, 0]
-        orientation, cx = choice // self.length, choice % self.length
-        cy = y.flatten(1).gather(1, choice[:, None])[:, 0]
-        return torch.stack([box, orientation, cx, cy], dim=1), log_p.gather(1, choice[:, None])[:, 0]
+        return self.action(box, choice, y), log_p.gather(1, choice[:, None])[:, 0]
+
+
+def rule_choices(top: torch.Tensor, trapped: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The heuristics' rule among a placement head's candidates (B, 6, L) (`bpp_heuristics`): (the
+    candidates whose top ends lowest (B, 6 L) bool; the one of them with the least trapped volume,
+    first on ties (B,))."""
+    top, trapped = top.flatten(1), trapped.flatten(1)
+    lowest = top == top.amin(1, keepdim=True)
+    waste = trapped.masked_fill(~lowest, float("inf"))
+    return lowest, (waste == waste.amin(1, keepdim=True)).to(torch.int8).argmax(1)
 
 
 class BPP(Problem):
@@ -324,6 +345,40 @@ class BPP(Problem):
         if bool(bad.any()):
             raise InfeasibleSolution(f"packings must place each box once, inside the {self.length} x {self.width} "
                                      f"footprint, without overlaps; instances {bad.nonzero()[:5, 0].tolist()} do not")
+
+    def teach_action_rule(self, model: nn.Module, steps: int, n: int, batch: int,
+                          generator: torch.Generator, device="cpu") -> float:
+        """(A problem with a hand-written rule for its action head has this method; `TrainConfig`'s
+        `rule_warm_start` calls it.) Teach the placement head the heuristics' rule (`rule_choices`: the box's top ends lowest,
+        the least trapped volume on ties) by imitation, before any reinforcement: packings of `batch`
+        fresh instances of `n` boxes, taken in the order generated (a uniformly random one) and
+        placed by the rule; at each box one Adam step (learning rate `RULE_LR`, its own optimiser) on
+        minus the log of the probability the head gives the candidates whose top ends lowest, until
+        `steps` steps. The encoder and pointer are not changed (the box encodings are read without
+        gradients). Returns the share of the last packing's boxes whose greedy choice was one of those."""
+        head = model.action_head
+        optimiser = torch.optim.Adam(head.parameters(), lr=RULE_LR)
+        done, hits, seen = 0, 0, 0
+        while done < steps:
+            instances = self.generate(batch, n, generator, device)
+            with torch.no_grad():
+                nodes = model.encode(instances)
+            state, hits, seen = self.initial_state(instances), 0, 0
+            for step in range(n):
+                if done == steps:
+                    break
+                box = torch.full((batch,), step, dtype=torch.long, device=nodes.device)
+                log_p, y, top, trapped = head.log_probabilities(state, nodes, box)
+                lowest, rule = rule_choices(top.detach(), trapped)
+                loss = -torch.logsumexp(log_p.masked_fill(~lowest, float("-inf")), dim=1).mean()
+                optimiser.zero_grad()
+                loss.backward()
+                optimiser.step()
+                done += 1
+                hits += int(lowest.gather(1, log_p.detach().argmax(1, keepdim=True)).sum())
+                seen += batch
+                state = state.update(head.action(box, rule, y))
+        return hits / max(seen, 1)
 
     def make_node_embedding(self, dim: int) -> nn.Module:
         return BoxEmbedding(dim)

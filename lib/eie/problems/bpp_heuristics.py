@@ -26,35 +26,43 @@ SORT_KEYS = {
 }
 
 
+def lowest_top_action(state, box: torch.Tensor) -> torch.Tensor:
+    """The rule's placement of the boxes `box` (B,) in `state`: over all six orientations and every
+    corner, where the box's top ends lowest; ties to the least empty space trapped under it, then the
+    first orientation, the smallest x and y. Returns the action (B, 4): box, orientation, x, y."""
+    length, width = state.heights.shape[1:]
+    extents, rest = state.candidates(box)
+    top = (rest + extents[..., 2, None, None]).flatten(1)  # (B, 6 L W), inf where it does not fit
+    best = top == top.amin(1, keepdim=True)
+    area = (extents[..., 0] * extents[..., 1]).to(torch.float32)[..., None, None]
+    waste = area * rest - footprint_sums(state.heights, extents[..., :2])
+    trapped = waste.flatten(1).masked_fill(~best, float("inf"))
+    choice = (trapped == trapped.amin(1, keepdim=True)).to(torch.int8).argmax(1)
+    orientation, rest_index = choice // (length * width), choice % (length * width)
+    return torch.stack([box, orientation, rest_index // width, rest_index % width], dim=1)
+
+
 def pack_in_order(problem: BPP, instance: dict, order: torch.Tensor) -> torch.Tensor:
     """Place boxes in `order` (B, n), each where its top ends lowest; returns the (B, n, 7) solution."""
     state = problem.initial_state(instance)
-    cells = problem.length * problem.width
     for step in range(order.shape[1]):
-        box = order[:, step]
-        extents, rest = state.candidates(box)
-        top = (rest + extents[..., 2, None, None]).flatten(1)  # (B, 6 L W), inf where it does not fit
-        best = top == top.amin(1, keepdim=True)
-        area = (extents[..., 0] * extents[..., 1]).to(torch.float32)[..., None, None]
-        waste = area * rest - footprint_sums(state.heights, extents[..., :2])
-        trapped = waste.flatten(1).masked_fill(~best, float("inf"))
-        choice = (trapped == trapped.amin(1, keepdim=True)).to(torch.int8).argmax(1)
-        orientation, rest_index = choice // cells, choice % cells
-        action = torch.stack([box, orientation, rest_index // problem.width, rest_index % problem.width], dim=1)
-        state = state.update(action)
+        state = state.update(lowest_top_action(state, order[:, step]))
     return state.solution()
 
 
-def heuristic_solution(problem: BPP, instance: dict, key: str) -> torch.Tensor:
+def box_order(instance: dict, key: str) -> torch.Tensor:
+    """(B, n): the boxes' indices in the order `key` of `SORT_KEYS` takes them."""
     if key not in SORT_KEYS:
         raise ValueError(f"unknown box order {key!r}; choose from {', '.join(SORT_KEYS)}")
     dims = instance["dims"]
     batch, n = dims.shape[:2]
     if SORT_KEYS[key] is None:
-        order = torch.arange(n, device=dims.device).expand(batch, -1)
-    else:
-        order = torch.sort(SORT_KEYS[key](dims), dim=1, descending=True, stable=True).indices
-    return pack_in_order(problem, instance, order)
+        return torch.arange(n, device=dims.device).expand(batch, -1)
+    return torch.sort(SORT_KEYS[key](dims), dim=1, descending=True, stable=True).indices
+
+
+def heuristic_solution(problem: BPP, instance: dict, key: str) -> torch.Tensor:
+    return pack_in_order(problem, instance, box_order(instance, key))
 
 
 _RECENT_RATES: dict = {}  # the last few `heuristic_load_rates` answers, by bin, instances and heuristics
