@@ -89,6 +89,17 @@ def current_policy(checkpoint: Path):
     return model.eval(), int(payload["epoch"]), int(payload["config"]["n_train"])
 
 
+def held_out_policies(checkpoints, instances: int):
+    """For each bin-packing checkpoint: (its label "run, epoch E", its current policy, `instances`
+    held-out instances at its training length, drawn from `INSTANCE_SEED`)."""
+    for checkpoint in checkpoints:
+        model, epoch, n_train = current_policy(checkpoint)
+        if model.problem.name != "bpp":
+            raise SystemExit(f"{checkpoint} holds a {model.problem.name} policy; this diagnostic reads bin packing's")
+        held_out = model.problem.generate(instances, n_train, torch.Generator().manual_seed(INSTANCE_SEED))
+        yield f"{run_label(checkpoint)}, epoch {epoch}", model, held_out
+
+
 def run_label(checkpoint: Path) -> str:
     """The run a checkpoint belongs to: results/<run>/{checkpoints,carry,models}/..."""
     folder = checkpoint.parent
@@ -114,17 +125,12 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)
     rows = []
-    for checkpoint in args.checkpoints:
-        model, epoch, n_train = current_policy(checkpoint)
-        if model.problem.name != "bpp":
-            raise SystemExit(f"{checkpoint} holds a {model.problem.name} policy; this diagnostic reads bin packing's")
-        instances = model.problem.generate(args.instances, n_train, torch.Generator().manual_seed(INSTANCE_SEED))
+    for label, model, instances in held_out_policies(args.checkpoints, args.instances):
         spread, norm = encoding_spread(model, instances)
-        print(f"{run_label(checkpoint)}, epoch {epoch}: box encodings' spread across boxes {spread:.2g} (norm {norm:.3g})",
-              flush=True)
+        print(f"{label}: box encodings' spread across boxes {spread:.2g} (norm {norm:.3g})", flush=True)
         if args.spread_only:
             continue
-        rows.append((f"{run_label(checkpoint)}, epoch {epoch}", decision_loads(model, instances, args.seed)))
+        rows.append((label, decision_loads(model, instances, args.seed)))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
     if rows:
         print(table(rows))

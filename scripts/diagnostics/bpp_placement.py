@@ -26,7 +26,7 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "lib"))
 sys.path.insert(0, str(ROOT / "scripts" / "diagnostics"))
-from bpp_decisions import INSTANCE_SEED, current_policy, run_label  # noqa: E402
+from bpp_decisions import held_out_policies  # noqa: E402
 
 from eie.problems.bpp_heuristics import box_order, lowest_top_action, pack_in_order  # noqa: E402
 
@@ -143,12 +143,8 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)
     rows = []
-    for checkpoint in args.checkpoints:
-        model, epoch, n_train = current_policy(checkpoint)
-        if model.problem.name != "bpp":
-            raise SystemExit(f"{checkpoint} holds a {model.problem.name} policy; this diagnostic reads bin packing's")
-        instances = model.problem.generate(args.instances, n_train, torch.Generator().manual_seed(INSTANCE_SEED))
-        rows.append((f"{run_label(checkpoint)}, epoch {epoch}", crossed_loads(model, instances)))
+    for label, model, instances in held_out_policies(args.checkpoints, args.instances):
+        rows.append((label, crossed_loads(model, instances)))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
     print(table(rows))
     return 0
