@@ -114,6 +114,10 @@ def test_bpp_placement_crosses_orders_and_placements():
         assert found[(key, "rule")] == pytest.approx(float(rates[key].mean()), abs=1e-4)
     assert found[("longest_edge", "rule")] > found[("longest_edge", "policy")]  # an untrained head places worse
     assert 0 <= found["as_low"] < 1 and found["excess"] > 0 and 0 <= found["raising"] <= 1
+    assert -1 <= found["largest_first"] <= 1
+    order = torch.sort(instances["dims"].prod(-1), dim=1, descending=True, stable=True).indices
+    assert placement.largest_first(order, instances["dims"]) == pytest.approx(1.0)
+    assert placement.largest_first(order.flip(1), instances["dims"]) == pytest.approx(-1.0)
     assert "longest edge order, rule placement" in placement.table([("x", found)]).splitlines()[0]
 
 

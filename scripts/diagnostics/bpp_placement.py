@@ -7,7 +7,8 @@ box's top ends lowest, least trapped space on ties: `bpp_heuristics.lowest_top_a
 the mean load rate of each pair. Where the policy's order placed by the rule comes near the heuristics,
 the order is good and the placement head is what falls short.
 
-It also measures the head against the rule box by box on the policy's own greedy packing: how often its
+It reports how far the policy's greedy order packs the largest boxes first (a rank correlation with
+volume), and measures the head against the rule box by box on the policy's own greedy packing: how often its
 choice ends the box's top as low as the rule's lowest, and by how many cells higher on average, split
 into the steps where that raises the packing's height and those where it does not.
 
@@ -20,7 +21,9 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
+from scipy.stats import spearmanr
 from torch import nn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +77,16 @@ class ComparedPlacement(nn.Module):
         return action, log_p
 
 
+def largest_first(order: torch.Tensor, dims: torch.Tensor) -> float:
+    """The mean over instances of the Spearman rank correlation between the step at which each box is
+    packed (`order` (B, n): box indices by step) and its volume's rank from the largest: 1 when the
+    order is largest first, about 0 when it ignores the volume."""
+    step = torch.empty_like(order)
+    step.scatter_(1, order, torch.arange(order.shape[1], device=order.device).expand_as(order))
+    volume = dims.prod(-1)
+    return float(np.mean([spearmanr(step[b].numpy(), -volume[b].numpy()).statistic for b in range(order.shape[0])]))
+
+
 def policy_placement_in_order(model, instances: dict, order: torch.Tensor) -> torch.Tensor:
     """The (B, n, 7) packing of boxes taken in `order`, each placed by the policy's greedy placement head."""
     problem = model.problem
@@ -90,7 +103,8 @@ def crossed_loads(model, instances: dict) -> dict:
     """{(order, placement): mean load (%)} over `ORDERS` x `PLACEMENTS`, and the head-against-rule
     counts of the policy's greedy packing: "as_low" (share of boxes), "excess" (mean cells),
     "raising" (share of boxes whose choice ends the packing higher than the rule's would),
-    "excess_raising" (mean cells the packing's height grows beyond the rule's, over all boxes)."""
+    "excess_raising" (mean cells the packing's height grows beyond the rule's, over all boxes), and
+    "largest_first": how far the policy's greedy order packs the largest boxes first (`largest_first`)."""
     problem, head = model.problem, model.action_head
     found = {}
     try:
@@ -99,6 +113,7 @@ def crossed_loads(model, instances: dict) -> dict:
             solution, _ = model.rollout(instances, "greedy")
         problem.check(instances, solution)
         found[("policy", "policy")] = -float(problem.cost(instances, solution).mean())
+        found["largest_first"] = largest_first(solution[..., 0], instances["dims"])
         model.action_head = RulePlacement()
         with torch.no_grad():
             packed, _ = model.rollout(instances, "greedy")
@@ -127,12 +142,12 @@ def table(rows: list[tuple[str, dict]]) -> str:
     names = {"policy": "policy", "rule": "rule", "longest_edge": "longest edge", "volume": "volume",
              "as_generated": "generated"}
     header = " | ".join(f"{names[order]} order, {names[placement]} placement" for order, placement in pairs)
-    lines = [f"| policy | {header} | head as low as rule | excess top (cells) | boxes raising the height |",
-             "|---" * (len(pairs) + 4) + "|"]
+    lines = [f"| policy | {header} | head as low as rule | excess top (cells) | boxes raising the height "
+             f"| order's rank correlation with largest first |", "|---" * (len(pairs) + 5) + "|"]
     for label, found in rows:
         loads = " | ".join(f"{found[pair]:.2f} %" for pair in pairs)
         lines.append(f"| {label} | {loads} | {100 * found['as_low']:.1f} % | {found['excess']:.2f} "
-                     f"| {100 * found['raising']:.1f} % |")
+                     f"| {100 * found['raising']:.1f} % | {found['largest_first']:.3f} |")
     return "\n".join(lines)
 
 
