@@ -20,10 +20,10 @@ so advantages are centred on the instance. A step still decodes `batch_size` sol
 `batch_size` / K instances (a multiple of K is required), so a run costs what it cost with K = 1
 and a checkpoint of the warm-up branches into it (`branch_checkpoint`). The greedy rollout is still
 decoded on each batch (logged as `baseline_cost`) and the rollout baseline's paired test runs as
-before. Option `rule_warm_start` (S > 0 steps, bin packing) teaches the action head the problem's
-hand-written rule by imitation before epoch 1 (`Problem.teach_action_rule`), from its own seeded
-stream; reinforcement then starts from that head. Option `final_policy` says what a finished run keeps: its last policy, or "baseline", the
-rollout baseline's (the last policy the paired test found better; model selection on the test's
+before. Option `rule_warm_start` (S > 0 steps; a problem with a `teach_action_rule` method, bin
+packing's `BPP.teach_action_rule`) teaches the action head the problem's hand-written rule by imitation
+before epoch 1, from its own seeded stream; reinforcement then starts from that head. Option
+`final_policy` says what a finished run keeps: its last policy, or "baseline", the rollout baseline's (the last policy the paired test found better; model selection on the test's
 fresh held-out instances, never on a test set), which the checkpoint then holds beside the last one
 (`_keep_final_policy`) and `load_trained` and `export_policy` give.
 
