@@ -243,8 +243,7 @@ def test_the_in_place_placement_layer_gives_the_straightforward_numbers(monkeypa
 def test_the_rule_choices_are_the_heuristics_placements():
     """`rule_choices` over the placement head's candidates picks what `lowest_top_action` picks over
     every corner: the same top height, and the same placement where the rule's tie-break decides."""
-    from eie.problems.bpp import rule_choices
-    from eie.problems.bpp_heuristics import lowest_top_action
+    from eie.problems.bpp_heuristics import lowest_top_action, rule_choices
     problem = make_problem("bpp", length=60, width=50)
     instance = problem.generate(6, 12, torch.Generator().manual_seed(8))
     state = problem.initial_state(instance)
@@ -268,7 +267,7 @@ def test_teaching_the_placement_rule_makes_the_head_take_it(tmp_path):
     after 120 imitation steps most do, the encoder and pointer are untouched, and the same generator
     seed teaches the same head. A training run with `rule_warm_start` starts from that head and
     resumes exactly; a problem without a rule refuses the option."""
-    from eie.problems.bpp import rule_choices
+    from eie.problems.bpp_heuristics import rule_choices
     from eie.training import TrainConfig, build_model, train
 
     def lowest_share(model, instance):

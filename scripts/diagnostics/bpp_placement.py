@@ -37,14 +37,6 @@ ORDERS = ("policy", "longest_edge", "volume", "as_generated")
 PLACEMENTS = ("policy", "rule")
 
 
-def top_of(state, action: torch.Tensor) -> torch.Tensor:
-    """(B,) the height of the top of each box once `action` (B, 4) places it in `state`."""
-    box, orientation, x, y = action.unbind(1)
-    extents, rest = state.candidates(box)
-    rows = torch.arange(box.shape[0], device=box.device)
-    return rest[rows, orientation, x, y] + extents[rows, orientation, 2].to(rest.dtype)
-
-
 class RulePlacement(nn.Module):
     """An action head that places each box by the heuristics' rule (log-probability 0)."""
 
@@ -66,7 +58,10 @@ class ComparedPlacement(nn.Module):
 
     def forward(self, state, nodes, box, decode, generator=None):
         action, log_p = self.head(state, nodes, box, decode, generator)
-        top, lowest = top_of(state, action), top_of(state, lowest_top_action(state, box))
+        extents, low, _, _ = state.placement_options(box)  # the head's candidates: (B, 6, 3), (B, 6, L)
+        tops = low + extents[..., 2, None].to(low.dtype)  # the rule's lowest top is the lowest of these
+        rows = torch.arange(box.shape[0], device=box.device)
+        top, lowest = tops[rows, action[:, 1], action[:, 2]], tops.flatten(1).amin(1)
         height = state.heights.flatten(1).amax(1).to(top.dtype)
         raises = torch.maximum(top, height) > torch.maximum(lowest, height)
         self.steps += box.shape[0]

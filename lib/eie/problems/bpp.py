@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from .base import CheckedInstance, InfeasibleSolution, Problem, StepContext, first_bad
-from .bpp_heuristics import best_heuristic_costs
+from .bpp_heuristics import best_heuristic_costs, rule_choices
 from .heightmap import lowest_placements, oriented, place, resting_heights
 
 MIN_EDGE, MAX_EDGE = 10, 50
@@ -250,16 +250,6 @@ class PlacementHead(nn.Module):
         return self.action(box, choice, y), log_p.gather(1, choice[:, None])[:, 0]
 
 
-def rule_choices(top: torch.Tensor, trapped: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The heuristics' rule among a placement head's candidates (B, 6, L) (`bpp_heuristics`): (the
-    candidates whose top ends lowest (B, 6 L) bool; the one of them with the least trapped volume,
-    first on ties (B,))."""
-    top, trapped = top.flatten(1), trapped.flatten(1)
-    lowest = top == top.amin(1, keepdim=True)
-    waste = trapped.masked_fill(~lowest, float("inf"))
-    return lowest, (waste == waste.amin(1, keepdim=True)).to(torch.int8).argmax(1)
-
-
 class BPP(Problem):
     name = "bpp"
     has_coordinates = False  # boxes have sizes, no positions until packed
@@ -349,16 +339,17 @@ class BPP(Problem):
     def teach_action_rule(self, model: nn.Module, steps: int, n: int, batch: int,
                           generator: torch.Generator, device="cpu") -> float:
         """(A problem with a hand-written rule for its action head has this method; `TrainConfig`'s
-        `rule_warm_start` calls it.) Teach the placement head the heuristics' rule (`rule_choices`: the box's top ends lowest,
-        the least trapped volume on ties) by imitation, before any reinforcement: packings of `batch`
-        fresh instances of `n` boxes, taken in the order generated (a uniformly random one) and
-        placed by the rule; at each box one Adam step (learning rate `RULE_LR`, its own optimiser) on
-        minus the log of the probability the head gives the candidates whose top ends lowest, until
-        `steps` steps. The encoder and pointer are not changed (the box encodings are read without
-        gradients). Returns the share of the last packing's boxes whose greedy choice was one of those."""
+        `rule_warm_start` calls it.) Teach the placement head the heuristics' rule
+        (`bpp_heuristics.rule_choices`: the box's top ends lowest, the least trapped volume on ties) by
+        imitation, before any reinforcement: packings of `batch` fresh instances of `n` boxes, taken in
+        the order generated (a uniformly random one) and placed by the rule; at each box one Adam step
+        (learning rate `RULE_LR`, its own optimiser) on minus the log of the probability the head gives
+        the candidates whose top ends lowest, until `steps` steps. The encoder and pointer are not
+        changed (the box encodings are read without gradients). Returns the share of the last
+        packing's boxes whose greedy choice was one of those."""
         head = model.action_head
         optimiser = torch.optim.Adam(head.parameters(), lr=RULE_LR)
-        done, hits, seen = 0, 0, 0
+        done = 0
         while done < steps:
             instances = self.generate(batch, n, generator, device)
             with torch.no_grad():
@@ -369,7 +360,7 @@ class BPP(Problem):
                     break
                 box = torch.full((batch,), step, dtype=torch.long, device=nodes.device)
                 log_p, y, top, trapped = head.log_probabilities(state, nodes, box)
-                lowest, rule = rule_choices(top.detach(), trapped)
+                lowest, rule = rule_choices(top, trapped)
                 loss = -torch.logsumexp(log_p.masked_fill(~lowest, float("-inf")), dim=1).mean()
                 optimiser.zero_grad()
                 loss.backward()

@@ -26,18 +26,27 @@ SORT_KEYS = {
 }
 
 
+def rule_choices(top: torch.Tensor, trapped: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The heuristics' rule over candidate placements (B, ...) given each one's top height (inf where
+    the box does not fit) and the empty volume trapped under it: (the candidates whose top ends lowest
+    (B, C) bool, C the candidates flattened; the index of the one of them with the least trapped
+    volume, the first on ties (B,))."""
+    top, trapped = top.flatten(1), trapped.flatten(1)
+    lowest = top == top.amin(1, keepdim=True)
+    waste = trapped.masked_fill(~lowest, float("inf"))
+    return lowest, (waste == waste.amin(1, keepdim=True)).to(torch.int8).argmax(1)
+
+
 def lowest_top_action(state, box: torch.Tensor) -> torch.Tensor:
     """The rule's placement of the boxes `box` (B,) in `state`: over all six orientations and every
     corner, where the box's top ends lowest; ties to the least empty space trapped under it, then the
-    first orientation, the smallest x and y. Returns the action (B, 4): box, orientation, x, y."""
+    first orientation, the smallest x and y (`rule_choices`). Returns the action (B, 4): box,
+    orientation, x, y."""
     length, width = state.heights.shape[1:]
     extents, rest = state.candidates(box)
-    top = (rest + extents[..., 2, None, None]).flatten(1)  # (B, 6 L W), inf where it does not fit
-    best = top == top.amin(1, keepdim=True)
     area = (extents[..., 0] * extents[..., 1]).to(torch.float32)[..., None, None]
-    waste = area * rest - footprint_sums(state.heights, extents[..., :2])
-    trapped = waste.flatten(1).masked_fill(~best, float("inf"))
-    choice = (trapped == trapped.amin(1, keepdim=True)).to(torch.int8).argmax(1)
+    trapped = area * rest - footprint_sums(state.heights, extents[..., :2])
+    _, choice = rule_choices(rest + extents[..., 2, None, None], trapped)  # over (B, 6, L, W)
     orientation, rest_index = choice // (length * width), choice % (length * width)
     return torch.stack([box, orientation, rest_index // width, rest_index % width], dim=1)
 
