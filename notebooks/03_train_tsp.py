@@ -80,7 +80,8 @@ print(study.describe_scales(net, table, d, n_train, n_max))
 
 # %% tags=[]
 models, logs = study.train_problem("03_train_tsp", params)
-print(run_checks.check_training_log(logs, rules, rule_seeds, epochs, plateau_window, plateau_tolerance, lr_drops))
+print(run_checks.check_training_log(logs, rules, rule_seeds, epochs, plateau_window, plateau_tolerance, lr_drops,
+                                    lr_floor))
 
 # %% [markdown] tags=[]
 # Held-out greedy tour length of the policy each model keeps (`final_policy`: its last, or the rollout

@@ -91,7 +91,7 @@ print(study.describe_scales(net, table, d, n_train, n_max))
 models, logs = study.train_problem("04_train_cvrp", params)  # models and logs by setting ("C10", ...)
 for setting in models:
     print(f"{setting}:", run_checks.check_training_log(logs[logs.setting == setting], rules, rule_seeds, epochs,
-                                                          plateau_window, plateau_tolerance, lr_drops))
+                                                          plateau_window, plateau_tolerance, lr_drops, lr_floor))
 
 # %% [markdown] tags=[]
 # Held-out greedy distance of the policy each model keeps (`final_policy`: its last, or the rollout

@@ -93,7 +93,7 @@ print(study.describe_scales(net, table, d, n_train, n_max))
 models, logs = study.train_problem("05_train_bpp", params)  # models and logs by setting ("120x100", ...)
 for setting in models:
     print(f"bin {setting}:", run_checks.check_training_log(logs[logs.setting == setting], rules, rule_seeds, epochs,
-                                                          plateau_window, plateau_tolerance, lr_drops))
+                                                          plateau_window, plateau_tolerance, lr_drops, lr_floor))
 
 # %% [markdown] tags=[]
 # Held-out load rate (%, greedy) of the policy each model keeps (`final_policy`: its last, or the

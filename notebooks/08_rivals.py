@@ -98,7 +98,8 @@ pd.set_option("display.width", 160)
 net, table = study.ensure_scales(d, n_train, n_max, run=run)
 trained, logs = study.train_problem("08_rivals", params, prefix="rivals_")
 models = trained[""]
-print(run_checks.check_training_log(logs, rules, rule_seeds, epochs, plateau_window, plateau_tolerance, lr_drops))
+print(run_checks.check_training_log(logs, rules, rule_seeds, epochs, plateau_window, plateau_tolerance, lr_drops,
+                                    lr_floor))
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT

@@ -354,7 +354,7 @@ def test_run_checks_pass_a_correct_run_and_stop_a_broken_one():
     flat = pd.DataFrame({"rule": "inv_sqrt_d", "seed": 0, "epoch": [1, 2, 3], "train_cost": 5.0,
                          "baseline_cost": 5.0, "eval_cost": [4.8, 4.1, 4.1], "p_value": 0.5})
     assert "1 stopped before 9 epochs" in check_training_log(flat, ["inv_sqrt_d"], [0], 9, 1, 0.001)
-    with pytest.raises(RunCheckFailed, match="first holds at epoch 2"):
+    with pytest.raises(RunCheckFailed, match="first hold at epoch 2"):
         check_training_log(flat, ["inv_sqrt_d"], [0], 9, 1, 0.2)  # 4.1 is < 20 % below 4.8: it should have stopped at 2
     with pytest.raises(RunCheckFailed, match="expected 1..9"):
         check_training_log(flat, ["inv_sqrt_d"], [0], 9)  # the rule off: a short log is incomplete

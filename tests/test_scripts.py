@@ -148,3 +148,23 @@ def test_rekey_checks_a_run_without_results_on_its_reference_pieces(tmp_path, mo
     (store.folder / store._path({**key, "n": 2}).name).rename(store.folder / ("1" * 24 + ".pt"))
     assert not rekey.verify(params, "05_train_bpp", samples=2, max_factor=1)
     assert "reference n = 2: DIFFERENT" in capsys.readouterr().out
+
+
+def test_weight_movement_measures_what_training_moved_against_its_rates(tmp_path):
+    """scripts/diagnostics/weight_movement.py: between two checkpoints of one training, the summed
+    rate is the logged rates times the steps, and an Adam step moves a weight by about its rate."""
+    from eie.checkpoints import read_checkpoint
+    from eie.training import TrainConfig, train
+
+    small = dict(problem="tsp", n_train=6, steps_per_epoch=2, batch_size=8, baseline_eval_size=16, lr=1e-3)
+    train(TrainConfig(epochs=1, **small), tmp_path, progress=False, device="cpu")
+    earlier = read_checkpoint(tmp_path / "tsp_inv_sqrt_d_n6_seed0.pt")
+    train(TrainConfig(epochs=3, **small), tmp_path, progress=False, device="cpu")
+    later = read_checkpoint(tmp_path / "tsp_inv_sqrt_d_n6_seed0.pt")
+    movement = script_module("diagnostics/weight_movement")
+    moved = movement.weight_movement(earlier, later, steps_per_epoch=2)
+    assert moved["epochs"] == "1-3" and moved["summed_rate"] == pytest.approx(2 * 2 * 1e-3)
+    assert 0 < moved["largest_change"] <= 3 * moved["summed_rate"]  # Adam: about the rate per step at most
+    assert 0 < moved["relative_change"] < 1
+    with pytest.raises(ValueError, match="training order"):
+        movement.weight_movement(later, earlier, steps_per_epoch=2)

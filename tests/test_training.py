@@ -193,8 +193,39 @@ def test_a_run_drops_its_rate_at_the_plateau_and_resumes_exactly(tmp_path):
     assert "window 1" in check_training_log(logs, ["inv_sqrt_d"], [0], 12, 1, 0.49, lr_drops=2)
     # it stopped after its two drops: the check knows the drops, the plain rule's check does not
     assert len(extended.log) < 12 and set(extended.log.lr) == {1e-3, 5e-4, 2.5e-4}
-    with pytest.raises(RunCheckFailed, match="plateau rule"):
+    with pytest.raises(RunCheckFailed, match="stopping rules"):
         check_training_log(logs, ["inv_sqrt_d"], [0], 12, 1, 0.49)
+
+
+def test_plateau_action_stops_after_the_first_epoch_below_the_rate_floor():
+    costs = [5.0, 4.0, 3.0]  # improving: the plateau rule alone trains on
+    assert plateau_action(costs, [1e-3, 5e-4, 5e-4], 1, 0.001, lr_floor=4e-4) == "train"
+    assert plateau_action(costs, [1e-3, 5e-4, 2.5e-4], 1, 0.001, lr_floor=4e-4) == "stop"
+    assert plateau_action(costs, [1e-3, 5e-4, 2.5e-4], 0, 0.001) == "train"  # no floor: the rate is not read
+    assert plateau_action([], [], 0, 0.001, lr_floor=4e-4) == "train"  # nothing trained yet
+    with pytest.raises(ValueError, match="learning rate"):
+        plateau_action(costs, None, 0, 0.001, lr_floor=4e-4)
+
+
+def test_a_run_stops_at_the_rate_floor_and_resumes_exactly(tmp_path):
+    """With lr_floor a run whose rate falls (here by plateau drops) stops after its first epoch at a
+    rate below the floor; an interrupted run resumes to the same stop, and the finished run, asked
+    again, trains nothing more."""
+    floored = dict(plateau_window=1, plateau_tolerance=0.49, lr_drops=10, lr_drop_factor=0.5, lr_floor=3e-4)
+    straight = train(TrainConfig(epochs=30, **SMALL, **floored), tmp_path / "a", progress=False, device="cpu")
+    ran = len(straight.log)
+    assert ran < 30 and straight.log.lr.iloc[-1] == 2.5e-4 and (straight.log.lr.iloc[:-1] > 3e-4).all()
+    train(TrainConfig(epochs=ran - 1, **SMALL, **floored), tmp_path / "b", progress=False, device="cpu")
+    resumed = train(TrainConfig(epochs=30, **SMALL, **floored), tmp_path / "b", progress=False, device="cpu")
+    pd.testing.assert_frame_equal(resumed.log.drop(columns="seconds"), straight.log.drop(columns="seconds"))
+    for (name, p), q in zip(straight.model.state_dict().items(), resumed.model.state_dict().values(), strict=True):
+        assert torch.equal(p, q), name
+    again = train(TrainConfig(epochs=30, **SMALL, **floored), tmp_path / "a", progress=False, device="cpu")
+    assert len(again.log) == ran
+    logs = straight.log.assign(rule="inv_sqrt_d", seed=0)
+    assert "1 stopped before 30 epochs" in check_training_log(logs, ["inv_sqrt_d"], [0], 30, 1, 0.49, 10, 3e-4)
+    with pytest.raises(RunCheckFailed, match="stopping rules"):  # without the floor it should have run on
+        check_training_log(logs, ["inv_sqrt_d"], [0], 30, 1, 0.49, 10)
 
 
 def test_config_validation():
@@ -213,6 +244,11 @@ def test_config_validation():
         TrainConfig(lr_drops=1)
     with pytest.raises(ValueError, match="lr_drop_factor"):
         TrainConfig(plateau_window=5, lr_drops=1, lr_drop_factor=1.0)
+    with pytest.raises(ValueError, match="lr_floor must be >= 0"):
+        TrainConfig(lr_decay_on_p=True, lr_floor=1e-3, lr=1e-4)  # at or above the rate: stops after one epoch
+    with pytest.raises(ValueError, match="needs lr_decay_on_p or lr_drops"):
+        TrainConfig(lr_floor=1e-7)  # the rate never falls
+    assert "lr_floor" not in TrainConfig(lr_decay_on_p=True, lr_floor=1e-7).resume_key()  # when to stop
 
 
 def test_a_bfloat16_encoder_stays_close_and_keeps_attention_in_float32(tmp_path):

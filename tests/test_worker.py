@@ -165,7 +165,7 @@ def test_status_says_where_each_model_stands(tmp_path, monkeypatch, capsys):
     preset.write_text(yaml.safe_dump({**settings, "epochs": 50, "plateau_window": 1, "plateau_tolerance": 0.49}))
     worker.run_worker(preset, "03_train_tsp")
     status = worker.training_status(preset, "03_train_tsp")
-    assert list(status.state) == ["plateau", "plateau"] and (status.done < 50).all() and status.hours_left.sum() == 0
+    assert list(status.state) == ["stopped", "stopped"] and (status.done < 50).all() and status.hours_left.sum() == 0
 
 
 def test_status_plot_draws_the_epochs_trained_so_far(tmp_path, monkeypatch, capsys):
@@ -365,11 +365,11 @@ def test_save_carry_replaces_an_export_that_is_not_the_models_end_and_carries_wh
     name = "tsp_inv_sqrt_d_n6_seed0"
     checkpoints, carry, models = (tmp_path / "tiny" / folder for folder in ("checkpoints", "carry", "models"))
     (row,) = worker.training_status(preset, "03_train_tsp").itertuples()
-    assert row.state == "plateau" and row.done < 50
+    assert row.state == "stopped" and row.done < 50
     monkeypatch.setattr(worker, "_ignored_by_git", lambda path: True)  # models/ cannot be committed here
     capsys.readouterr()
     worker.main([str(preset), "03_train_tsp", "--save-carry"])
-    assert f"{name} (plateau, {row.done} epochs): checkpoint carried" in capsys.readouterr().out
+    assert f"{name} (stopped, {row.done} epochs): checkpoint carried" in capsys.readouterr().out
     assert (carry / f"{name}.pt").is_file() and not models.exists()
     monkeypatch.setattr(worker, "_ignored_by_git", lambda path: False)
     state = torch.load(checkpoints / f"{name}.pt", weights_only=False)

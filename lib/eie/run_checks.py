@@ -36,11 +36,12 @@ def _require(condition: bool, message: str) -> None:
 
 
 def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_window: int = 0,
-                       plateau_tolerance: float = 0.001, lr_drops: int = 0) -> str:
+                       plateau_tolerance: float = 0.001, lr_drops: int = 0, lr_floor: float = 0.0) -> str:
     """Assert the training log is complete and sane; return one line that says what was checked.
-    `seeds`: every rule's seeds, or {rule: its seeds} (`study.seeds_by_rule`). With the plateau rule
-    on (`eie.training.plateau_action`), a model may stop before `epochs`, but only at the first
-    epoch where the rule says stop (after its `lr_drops` drops of the learning rate)."""
+    `seeds`: every rule's seeds, or {rule: its seeds} (`study.seeds_by_rule`). With a stopping rule
+    on (the plateau rule, or `lr_floor`: `eie.training.plateau_action`), a model may stop before
+    `epochs`, but only at the first epoch where the rules say stop (after its `lr_drops` drops of the
+    learning rate)."""
     if isinstance(seeds, dict):
         _require(set(rules) <= set(seeds), f"training log check: no seeds given for {sorted(set(rules) - set(seeds))}")
 
@@ -50,18 +51,19 @@ def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_win
         for seed in per_rule[rule]:
             part = log[(log.rule == rule) & (log.seed == seed)]
             ran = len(part)
-            _require(list(part.epoch) == list(range(1, ran + 1)) and (ran == epochs or 1 <= ran < epochs and plateau_window),
+            _require(list(part.epoch) == list(range(1, ran + 1)) and (ran == epochs or 1 <= ran < epochs and (plateau_window or lr_floor)),
                      f"training log of {rule}, seed {seed}: epochs {list(part.epoch)}, expected 1..{epochs}")
-            _require("lr" in part or not lr_drops, "training log: no lr column, which lr_drops > 0 needs")
+            _require("lr" in part or not (lr_drops or lr_floor),
+                     "training log: no lr column, which lr_drops > 0 and lr_floor > 0 need")
             costs, lrs = list(part.eval_cost), list(part.lr) if "lr" in part else None
             first_plateau = next((k for k in range(1, ran + 1) if plateau_action(
-                costs[:k], lrs and lrs[:k], plateau_window, plateau_tolerance, lr_drops) == "stop"), None)
+                costs[:k], lrs and lrs[:k], plateau_window, plateau_tolerance, lr_drops, lr_floor) == "stop"), None)
             expected = (ran,) if ran < epochs else (None, epochs)  # stopped where the rule first held, or ran all
             _require(first_plateau in expected,
-                     f"training log of {rule}, seed {seed}: {ran} of {epochs} epochs, but the plateau rule "
-                     f"(window {plateau_window}, tolerance {plateau_tolerance}) first holds at epoch {first_plateau}; "
-                     "were plateau_window, plateau_tolerance or lr_drops changed while the model trained? "
-                     "(a resumed run keeps training under the new values)")
+                     f"training log of {rule}, seed {seed}: {ran} of {epochs} epochs, but the stopping rules "
+                     f"(plateau window {plateau_window}, tolerance {plateau_tolerance}, lr_floor {lr_floor}) first "
+                     f"hold at epoch {first_plateau}; were plateau_window, plateau_tolerance, lr_drops or lr_floor "
+                     "changed while the model trained? (a resumed run keeps training under the new values)")
             stopped += ran < epochs
     extra = sorted(set(zip(log.rule, log.seed, strict=True)) - {(rule, seed) for rule in rules for seed in per_rule[rule]})
     _require(not extra, f"training log: models {extra} were not asked for (rules {list(rules)}, seeds {per_rule})")
@@ -71,6 +73,9 @@ def check_training_log(log: pd.DataFrame, rules, seeds, epochs: int, plateau_win
     counts = {len(s) for s in per_rule.values()}
     models = (f"{len(rules)} rules x {counts.pop()} seeds" if len(counts) == 1 else
               " + ".join(f"{rule} x {len(per_rule[rule])} seed{'s' if len(per_rule[rule]) != 1 else ''}" for rule in rules))
+    if lr_floor and not plateau_window:
+        return (f"training log: {models}, each for {epochs} epochs or until an epoch trained at a learning rate "
+                f"below {lr_floor:g} ({stopped} stopped before {epochs} epochs), every cost finite, every p-value in [0, 1]")
     if not plateau_window:
         return f"training log: {models} x {epochs} epochs, every cost finite, every p-value in [0, 1]"
     return (f"training log: {models}, each until its held-out cost stopped improving "

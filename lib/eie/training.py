@@ -10,8 +10,9 @@ run before `epochs` once the held-out greedy cost has stopped improving: the mea
 epochs is less than `plateau_tolerance` (relative) below the mean of the W epochs before them
 (`plateau_reached`). Option `lr_drops` (K) makes the first K times the rule holds a lower learning
 rate instead of a stop (multiplied by `lr_drop_factor`, a "reduce on plateau"), each time judged on
-the epochs since the last drop (`plateau_action`). The rules read only the log, so a resumed run
-stops (or drops) at the same epoch. Option `lr_after_warmup` (> 0) sets the learning rate at the
+the epochs since the last drop (`plateau_action`). Option `lr_floor` (> 0) stops a run after the first epoch trained at a
+rate below it (with `lr_decay_on_p`, whose rate only falls). The rules read only the log, so a
+resumed run stops (or drops) at the same epoch. Option `lr_after_warmup` (> 0) sets the learning rate at the
 first epoch after the warm-up, when the rollout baseline takes over. Option `samples_per_instance`
 (K > 1) replaces the greedy rollout in the loss, from the first epoch after the warm-up, by the
 leave-one-out mean of K samples of each instance (Kool et al. 2019b, "Buy 4 REINFORCE samples, get a
@@ -93,6 +94,7 @@ class TrainConfig:
     plateau_tolerance: float = 0.001
     lr_drops: int = 0  # K > 0: the first K plateaus multiply lr by lr_drop_factor and training goes on
     lr_drop_factor: float = 0.25
+    lr_floor: float = 0.0  # > 0: stop after the first epoch trained at a learning rate below this (`plateau_action`)
     warmup_epochs: int = 0  # W > 0: Kool et al.'s warm-up, an exponential baseline in the first W epochs (`WARMUP_BETA`)
     lr_after_warmup: float = 0.0  # > 0: the learning rate from epoch W + 1 on, when the rollout baseline takes over
     samples_per_instance: int = 1  # K > 1: after the warm-up, batch_size / K instances sampled K times, leave-one-out baseline
@@ -119,6 +121,12 @@ class TrainConfig:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if not (self.lr > 0 and 0 < self.alpha < 1 and self.max_grad_norm > 0):
             raise ValueError("lr > 0, 0 < alpha < 1 and max_grad_norm > 0 are required")
+        if not 0 <= self.lr_floor < self.lr:
+            raise ValueError(f"lr_floor must be >= 0 (0: no floor) and below lr = {self.lr} (training would stop "
+                             f"after its first epoch), got {self.lr_floor}")
+        if self.lr_floor and not (self.lr_decay_on_p or self.lr_drops):
+            raise ValueError("lr_floor stops training once the learning rate has fallen below it: it needs "
+                             "lr_decay_on_p or lr_drops (with neither the rate never falls); set it to 0")
         if self.plateau_window < 0 or not 0 <= self.plateau_tolerance < 1:
             raise ValueError(f"plateau_window >= 0 (0: train every epoch) and 0 <= plateau_tolerance < 1 are required, "
                              f"got {self.plateau_window} and {self.plateau_tolerance}")
@@ -155,7 +163,8 @@ class TrainConfig:
         key = asdict(self)
         # Like epochs, these say when to stop (or, lr_drops, when to go on at a lower rate): a model
         # stopped by the plateau rule resumes into its next phase when lr_drops is raised.
-        for name in ("epochs", "plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor", "final_policy"):
+        for name in ("epochs", "plateau_window", "plateau_tolerance", "lr_drops", "lr_drop_factor", "lr_floor",
+                     "final_policy"):
             key.pop(name)
         for name, default in _KEYED_WHEN_SET.items():
             if key[name] == default:
@@ -236,17 +245,25 @@ def plateau_reached(eval_costs, window: int, tolerance: float) -> bool:
     return before - recent < tolerance * abs(before)
 
 
-def plateau_action(eval_costs, lrs, window: int, tolerance: float, lr_drops: int = 0) -> str:
-    """What the plateau rule says before the next epoch, from the epoch log so far (the held-out
-    costs, and the learning rate of each epoch, read only with `lr_drops`): "train", "drop" (the
-    cost has stopped improving at this rate and a drop is left: lower the rate and train on) or
-    "stop". With `lr_drops` > 0 the rule looks only at the current phase, the last epochs trained
-    at the last epoch's rate, and the drops made so far are the changes of rate in the log; with 0
-    it looks at every epoch (`plateau_reached`)."""
+def plateau_action(eval_costs, lrs, window: int, tolerance: float, lr_drops: int = 0, lr_floor: float = 0.0) -> str:
+    """What the stopping rules say before the next epoch, from the epoch log so far (the held-out
+    costs, and the learning rate of each epoch, read only with `lr_drops` or `lr_floor`): "train",
+    "drop" (the cost has stopped improving at this rate and a drop is left: lower the rate and
+    train on) or "stop". With `lr_floor` > 0 a log whose last epoch trained at a rate below it
+    stops. With `lr_drops` > 0 the plateau rule looks only at the current phase, the last epochs
+    trained at the last epoch's rate, and the drops made so far are the changes of rate in the log;
+    with 0 it looks at every epoch (`plateau_reached`)."""
     costs = list(eval_costs)
+    lrs = None if lrs is None else list(lrs)
+    if lr_floor > 0 and costs:
+        if lrs is None or len(lrs) != len(costs) or lrs[-1] is None:
+            raise ValueError("plateau_action: lr_floor reads each epoch's learning rate, and the log has none "
+                             "for its last epoch")
+        if lrs[-1] < lr_floor:
+            return "stop"
     if not lr_drops:  # the learning rates are not read (a log without them will do)
         return "stop" if plateau_reached(costs, window, tolerance) else "train"
-    lrs = [] if lrs is None else list(lrs)
+    lrs = [] if lrs is None else lrs
     if len(costs) != len(lrs):
         raise ValueError(f"plateau_action: {len(costs)} held-out costs but {len(lrs)} learning rates")
     start = len(lrs)
@@ -259,9 +276,9 @@ def plateau_action(eval_costs, lrs, window: int, tolerance: float, lr_drops: int
 
 
 def _log_action(rows, config: TrainConfig) -> str:
-    """`plateau_action` on a run's epoch log (its rows) under `config`'s rule."""
+    """`plateau_action` on a run's epoch log (its rows) under `config`'s rules."""
     return plateau_action([row["eval_cost"] for row in rows], [row.get("lr") for row in rows],
-                          config.plateau_window, config.plateau_tolerance, config.lr_drops)
+                          config.plateau_window, config.plateau_tolerance, config.lr_drops, config.lr_floor)
 
 
 def _load_checkpoint(path: Path, config: TrainConfig) -> dict:
@@ -388,7 +405,7 @@ def train(config: TrainConfig, run_dir, name: str | None = None, device: str = "
 def finished_training(path: Path, config: TrainConfig, device: str = "cpu") -> TrainResult | None:
     """The policy at `path`, a training checkpoint or a policy exported from one (`export_policy`),
     as a finished training of `config`, or None where it is not one: no file; other settings; fewer
-    epochs than `config.epochs` asks for without the plateau rule having stopped it, or more; ended
+    epochs than `config.epochs` asks for without a stopping rule having stopped it, or more; ended
     keeping another policy than `config.final_policy` (a checkpoint is then finished again at once
     by `train`; an export alone is trained again); or no epoch log. A finished
     model is all an evaluation needs, so a run whose checkpoints are gone (they are not committed)

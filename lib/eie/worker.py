@@ -156,8 +156,8 @@ def check_rules(params: dict, notebook: str, rules) -> None:
 
 def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     """One row per model of `preset` for `notebook`, from the epoch logs in results/<run>/checkpoints/:
-    `done` epochs of `epochs`; `state` ("finished", "plateau" where the plateau rule stopped it, "past its
-    epochs" where it trained more epochs than the preset now asks (training and evaluation refuse it),
+    `done` epochs of `epochs`; `state` ("finished", "stopped" where a stopping rule (the plateau rule,
+    `lr_floor`) ended it, "past its epochs" where it trained more epochs than the preset now asks (training and evaluation refuse it),
     "in progress", "carried" (unfinished, its checkpoint only in results/<run>/carry/ or further there
     than here: a worker resumes it from there), "not started", or "exported": no finished checkpoint here (none,
     or one behind), but its finished policy is in results/<run>/models/ and is what training reads,
@@ -165,7 +165,7 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     `recent` epochs; `hours_spent`, the summed time of its logged epochs (those it resumes from or was
     kept with, on whatever machine ran them: a restart from epoch 1 drops the earlier ones, and probes
     and evaluations are not in it; NaN for a log from before epoch times were logged); and
-    `hours_left`, its remaining epochs at that pace (at most: the plateau rule may stop it earlier;
+    `hours_left`, its remaining epochs at that pace (at most: a stopping rule may end it earlier;
     for a model not started, the pace of the others)."""
     params = load(notebook, preset)
     rows = []
@@ -173,7 +173,7 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
         epochs = params["epochs"]
         done = len(log)
         state = ("exported" if exported else "past its epochs" if done > epochs else
-                 "finished" if done == epochs else "plateau" if stopped else
+                 "finished" if done == epochs else "stopped" if stopped else
                  "carried" if carried else "in progress" if done else "not started")
         rows.append({"model": name, "done": done, "epochs": epochs, "state": state,
                      "eval_cost": float(log.eval_cost.iloc[-1]) if done else float("nan"),
@@ -188,7 +188,7 @@ def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
 def _current_logs(params: dict, notebook: str):
     """For every model the notebook trains with `params`, in its training order: (checkpoint name,
     training configuration, the epoch log a worker would resume from or read, whether that log is the
-    carried copy's, whether it is an exported finished policy's, whether the plateau rule stopped it).
+    carried copy's, whether it is an exported finished policy's, whether a stopping rule ended it).
     The log is this machine's, the carried copy's where that is further (`_epoch_log`), or, where
     neither has finished, the exported policy's when one is in results/<run>/models/."""
     try:
@@ -245,9 +245,9 @@ def progress_figure(preset, notebook: str):
 
 
 def _stopped(log: pd.DataFrame, params: dict) -> bool:
-    """Whether the plateau rule stopped the training whose epoch log is `log`."""
+    """Whether a stopping rule (the plateau rule, `lr_floor`) stopped the training whose epoch log is `log`."""
     return plateau_action(list(log.eval_cost) if len(log) else [], log.get("lr"), params["plateau_window"],
-                          params["plateau_tolerance"], params["lr_drops"]) == "stop"
+                          params["plateau_tolerance"], params["lr_drops"], params["lr_floor"]) == "stop"
 
 
 def _model_configs(params: dict, notebook: str) -> list[tuple[str, TrainConfig]]:
@@ -323,7 +323,7 @@ def save_carry(preset, notebook: str, written: list | None = None) -> list[str]:
         local = checkpoints / f"{name}.pt"
         if not local.is_file():
             continue
-        ended = row.state in ("finished", "plateau") and checkpoint_epochs(local) == row.done
+        ended = row.state in ("finished", "stopped") and checkpoint_epochs(local) == row.done
         if ended and exportable:
             exported = models / f"{name}.pt"
             if finished_training(exported, config) is None:
@@ -379,7 +379,7 @@ def print_status(preset, notebook: str) -> None:
     status = training_status(preset, notebook)
     with pd.option_context("display.width", 160, "display.max_rows", None):
         print(status.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    trained = status.state.isin(["finished", "plateau", "exported"]).sum()
+    trained = status.state.isin(["finished", "stopped", "exported"]).sum()
     if status.hours_left.isna().any():
         left = "hours left unknown until a model has run an epoch (no pace measured yet)"
     else:
@@ -393,7 +393,7 @@ def print_status(preset, notebook: str) -> None:
               f"evaluated nor trained further; raise epochs to {row.done} to use it, or delete its checkpoint to retrain")
     untimed = status.hours_spent.isna().sum()
     print(f"{status.hours_spent.sum():.1f} h of epoch time spent in all, summed over the models' logged epochs "
-          f"({status.hours_spent[status.state.isin(['finished', 'plateau', 'exported'])].sum():.1f} h on the trained ones)"
+          f"({status.hours_spent[status.state.isin(['finished', 'stopped', 'exported'])].sum():.1f} h on the trained ones)"
           + (f"; {untimed} model(s) logged no epoch times, not counted" if untimed else ""))
 
 
