@@ -10,10 +10,10 @@ run before `epochs` once the held-out greedy cost has stopped improving: the mea
 epochs is less than `plateau_tolerance` (relative) below the mean of the W epochs before them
 (`plateau_reached`). Option `lr_drops` (K) makes the first K times the rule holds a lower learning
 rate instead of a stop (multiplied by `lr_drop_factor`, a "reduce on plateau"), each time judged on
-the epochs since the last drop (`plateau_action`). Option `lr_floor` (> 0) stops a run after the first epoch trained at a
-rate below it (with `lr_decay_on_p`, whose rate only falls). The rules read only the log, so a
-resumed run stops (or drops) at the same epoch. Option `lr_after_warmup` (> 0) sets the learning rate at the
-first epoch after the warm-up, when the rollout baseline takes over. Option `samples_per_instance`
+the epochs since the last drop (`plateau_action`). Option `lr_floor` (> 0) stops a run after the
+first epoch trained at a rate below it (with `lr_decay_on_p` or `lr_drops`, whose rates only fall).
+The rules read only the log, so a resumed run stops (or drops) at the same epoch. Option
+`lr_after_warmup` (> 0) sets the learning rate at the first epoch after the warm-up, when the rollout baseline takes over. Option `samples_per_instance`
 (K > 1) replaces the greedy rollout in the loss, from the first epoch after the warm-up, by the
 leave-one-out mean of K samples of each instance (Kool et al. 2019b, "Buy 4 REINFORCE samples, get a
 baseline for free"): each sample's baseline is the mean cost of the instance's K - 1 other samples,
