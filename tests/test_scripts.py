@@ -168,3 +168,5 @@ def test_weight_movement_measures_what_training_moved_against_its_rates(tmp_path
     assert 0 < moved["relative_change"] < 1
     with pytest.raises(ValueError, match="training order"):
         movement.weight_movement(later, earlier, steps_per_epoch=2)
+    with pytest.raises(SystemExit):  # --run needs --model
+        movement.main(["--run", "sensitivity_lr_rule", "HEAD"])

@@ -2,6 +2,10 @@
 the learning rates it trained at in between.
 
     .venv/bin/python scripts/diagnostics/weight_movement.py EARLIER.pt LATER.pt [--steps-per-epoch 10]
+    .venv/bin/python scripts/diagnostics/weight_movement.py --run RUN --model NAME REV [REV2]
+
+The second form reads the run's committed checkpoint of model NAME (`eie.study.carry_folder`) as it
+was at git revision REV, against it at REV2 (default: as it is in the working tree).
 
 Prints the epochs between them, the summed learning rate of their optimiser steps (each epoch's
 logged rate times its steps), the largest change of one weight (absolute, and as a multiple of that
@@ -15,10 +19,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from eie.checkpoints import read_checkpoint
+from eie.paths import repo_root
+from eie.study import carry_folder
 
 
 def weight_movement(earlier: dict, later: dict, steps_per_epoch: int) -> dict:
@@ -45,13 +53,38 @@ def weight_movement(earlier: dict, later: dict, steps_per_epoch: int) -> dict:
             "relative_change": math.sqrt(squared_change / squared_weight) if squared_weight > 0 else math.nan}
 
 
+def committed_checkpoint(run: str, model: str, revision: str | None) -> dict:
+    """The run's committed checkpoint of `model` at git `revision` (None: the working tree's)."""
+    path = carry_folder(run) / f"{model}.pt"
+    if revision is None:
+        return read_checkpoint(path)
+    relative = path.resolve().relative_to(repo_root()).as_posix()
+    shown = subprocess.run(["git", "show", f"{revision}:{relative}"], cwd=repo_root(), capture_output=True)
+    if shown.returncode:
+        raise SystemExit(f"no {relative} at revision {revision}: {shown.stderr.decode().strip()}")
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / path.name
+        copy.write_bytes(shown.stdout)
+        return read_checkpoint(copy)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("earlier", type=Path)
-    parser.add_argument("later", type=Path)
+    parser.add_argument("checkpoints", nargs="+", help="EARLIER.pt LATER.pt, or with --run: REV [REV2]")
+    parser.add_argument("--run", help="read the run's committed checkpoint of --model at the given revisions")
+    parser.add_argument("--model", help="the checkpoint's name, e.g. tsp_inv_sqrt_d_n100_seed0")
     parser.add_argument("--steps-per-epoch", type=int, default=10, help="the training's optimiser steps per epoch")
     args = parser.parse_args(argv)
-    moved = weight_movement(read_checkpoint(args.earlier), read_checkpoint(args.later), args.steps_per_epoch)
+    if args.run:
+        if not args.model or len(args.checkpoints) > 2:
+            parser.error("--run takes --model and one or two git revisions")
+        revisions = [*args.checkpoints, None][:2]
+        earlier, later = (committed_checkpoint(args.run, args.model, revision) for revision in revisions)
+    elif len(args.checkpoints) == 2:
+        earlier, later = (read_checkpoint(Path(path)) for path in args.checkpoints)
+    else:
+        parser.error("give two checkpoint files, or --run RUN --model NAME and a git revision")
+    moved = weight_movement(earlier, later, args.steps_per_epoch)
     print(f"epochs {moved['epochs']}: summed rate {moved['summed_rate']:.3g}; largest change of a weight "
           f"{moved['largest_change']:.3g} ({moved['largest_over_rate']:.2f} x the summed rate); all weights "
           f"{moved['relative_change']:.3g} of their norm")
