@@ -157,7 +157,8 @@ def check_rules(params: dict, notebook: str, rules) -> None:
 def training_status(preset, notebook: str, recent: int = 20) -> pd.DataFrame:
     """One row per model of `preset` for `notebook`, from the epoch logs in results/<run>/checkpoints/:
     `done` epochs of `epochs`; `state` ("finished", "stopped" where a stopping rule (the plateau rule,
-    `lr_floor`) ended it, "past its epochs" where it trained more epochs than the preset now asks (training and evaluation refuse it),
+    `lr_floor`) ended it, "past its epochs" where it trained more epochs than the preset now asks
+    (training and evaluation refuse it),
     "in progress", "carried" (unfinished, its checkpoint only in results/<run>/carry/ or further there
     than here: a worker resumes it from there), "not started", or "exported": no finished checkpoint here (none,
     or one behind), but its finished policy is in results/<run>/models/ and is what training reads,
