@@ -170,3 +170,24 @@ def test_weight_movement_measures_what_training_moved_against_its_rates(tmp_path
         movement.weight_movement(later, earlier, steps_per_epoch=2)
     with pytest.raises(SystemExit):  # --run needs --model
         movement.main(["--run", "sensitivity_lr_rule", "HEAD"])
+
+
+def test_decode_time_projects_an_evaluation_from_measured_decodes(tmp_path, capsys):
+    """scripts/diagnostics/decode_time.py: a positive time per instance at each n, the projection
+    scaled by instances and decodings, and a clear refusal of an empty batch."""
+    from eie.training import TrainConfig, train
+
+    train(TrainConfig(problem="tsp", n_train=6, epochs=1, steps_per_epoch=1, batch_size=8, baseline_eval_size=16),
+          tmp_path, progress=False, device="cpu")
+    decode_time = script_module("diagnostics/decode_time")
+    checkpoint = tmp_path / "tsp_inv_sqrt_d_n6_seed0.pt"
+    assert decode_time.main([str(checkpoint), "--n", "6", "12", "--batch", "4", "--repeats", "1",
+                             "--instances", "3600", "--decodes", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    per_instance = [float(line.split(": ")[1].split(" s")[0]) for line in lines if line.startswith("n = ")]
+    hours = [float(line.split("decodings ")[1].split(" h")[0]) for line in lines if line.startswith("n = ")]
+    assert len(per_instance) == 2 and all(t > 0 for t in per_instance)
+    assert hours == pytest.approx(per_instance, abs=0.006)  # 3600 instances x 1 decoding: s per instance = hours
+    from eie.training import load_trained
+    with pytest.raises(ValueError, match="--batch"):
+        decode_time.seconds_per_instance(load_trained(checkpoint), 6, 0, 1)
