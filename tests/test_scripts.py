@@ -191,3 +191,32 @@ def test_decode_time_projects_an_evaluation_from_measured_decodes(tmp_path, caps
     from eie.training import load_trained
     with pytest.raises(ValueError, match="--batch"):
         decode_time.seconds_per_instance(load_trained(checkpoint), 6, 0, 1)
+
+
+def test_extrapolation_probe_compares_each_method_with_the_first_on_the_same_instances(tmp_path):
+    """scripts/diagnostics/extrapolation_probe.py: one row per n = N * 2^k and method, the first
+    method's difference from itself zero, another's the paired mean difference of greedy_costs on the
+    first instances of the fixed test set; and a clear refusal of a checkpoint that was never carried."""
+    from eie.evaluation import fixed_test_set, greedy_costs
+    from eie.extrapolation import bind_methods
+    from eie.study import committed_checkpoint
+    from eie.training import TrainConfig, load_trained, train
+
+    train(TrainConfig(problem="tsp", n_train=6, epochs=1, steps_per_epoch=1, batch_size=8, baseline_eval_size=16),
+          tmp_path, progress=False, device="cpu")
+    model = load_trained(tmp_path / "tsp_inv_sqrt_d_n6_seed0.pt")
+    methods = bind_methods(["inv_sqrt_d", "log_N"], d=16, N=6)
+    table = script_module("diagnostics/extrapolation_probe").probe(model, methods, 6, 24, test_size=8, test_seed=5,
+                                                                   instances=3, chunk=4)
+    assert list(zip(table.n, table.method)) == [(n, key) for n in (6, 12, 24) for key in ("inv_sqrt_d", "log_N")]
+    first = table[table.method == "inv_sqrt_d"]
+    assert (first.better_pct == 0).all() and (first.se_pct == 0).all()
+    test = {key: value[:3] for key, value in fixed_test_set(model.problem, 24, 8, 5).items()}
+    base, other = (greedy_costs(model, test, method, chunk=4).double().numpy() for method in methods)
+    row = table[(table.n == 24) & (table.method == "log_N")].iloc[0]
+    assert row.objective == pytest.approx(other.mean())
+    assert row.better_pct == pytest.approx(100 * (base - other).mean() / base.mean())  # shorter tours: positive
+    with pytest.raises(FileNotFoundError, match="--save-carry"):
+        committed_checkpoint("no_such_run", "no_such_model", None, tmp_path)
+    with pytest.raises(FileNotFoundError, match="git revision HEAD"):
+        committed_checkpoint("no_such_run", "no_such_model", "HEAD", tmp_path)

@@ -10,6 +10,7 @@ per trained rule and seed, resumable; `seeds_by_rule` says which seeds a rule ha
 from __future__ import annotations
 
 import numbers
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ from .evaluation_store import (
 from .experiments import Training, configure, model_config, training_notebooks, training_options
 from .extrapolation import bind_methods, evaluate, save_instance_costs
 from .methods import BoundMethod
-from .paths import eie_net_path, exact_table_path, results_dir
+from .paths import eie_net_path, exact_table_path, repo_root, results_dir
 from .training import TrainConfig, build_model, finished_training, load_trained, resolve_device, train
 
 
@@ -332,6 +333,25 @@ def carry_folder(run: str = "default") -> Path:
     """results/<run>/carry/: copies of unfinished checkpoints and of finished evaluation pieces,
     committed so that work resumes on another machine (the checkpoints folder is not committed)."""
     return results_dir(run) / "carry"
+
+
+def committed_checkpoint(run: str, model: str, revision: str | None, folder: Path) -> Path:
+    """The run's committed checkpoint of `model` (`carry_folder`) as it was at git `revision`, written
+    into `folder`; with `revision` None, the working tree's copy itself. Lets a diagnostic of a model
+    still in training name the exact weights it read."""
+    path = carry_folder(run) / f"{model}.pt"
+    if revision is None:
+        if not path.is_file():
+            raise FileNotFoundError(f"no committed checkpoint {path}: carry it first (python -m eie.worker PRESET "
+                                    f"NOTEBOOK --save-carry) or give a git revision that has one")
+        return path
+    relative = path.resolve().relative_to(repo_root()).as_posix()
+    shown = subprocess.run(["git", "show", f"{revision}:{relative}"], cwd=repo_root(), capture_output=True)
+    if shown.returncode:
+        raise FileNotFoundError(f"no {relative} at git revision {revision}: {shown.stderr.decode().strip()}")
+    copy = Path(folder) / path.name
+    copy.write_bytes(shown.stdout)
+    return copy
 
 
 def models_folder(run: str = "default") -> Path:

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from eie.checkpoints import read_checkpoint
-from eie.paths import repo_root
-from eie.study import carry_folder
+from eie.study import committed_checkpoint
 
 
 def weight_movement(earlier: dict, later: dict, steps_per_epoch: int) -> dict:
@@ -53,19 +51,13 @@ def weight_movement(earlier: dict, later: dict, steps_per_epoch: int) -> dict:
             "relative_change": math.sqrt(squared_change / squared_weight) if squared_weight > 0 else math.nan}
 
 
-def committed_checkpoint(run: str, model: str, revision: str | None) -> dict:
-    """The run's committed checkpoint of `model` at git `revision` (None: the working tree's)."""
-    path = carry_folder(run) / f"{model}.pt"
-    if revision is None:
-        return read_checkpoint(path)
-    relative = path.resolve().relative_to(repo_root()).as_posix()
-    shown = subprocess.run(["git", "show", f"{revision}:{relative}"], cwd=repo_root(), capture_output=True)
-    if shown.returncode:
-        raise SystemExit(f"no {relative} at revision {revision}: {shown.stderr.decode().strip()}")
+def committed_payload(run: str, model: str, revision: str | None) -> dict:
+    """The run's committed checkpoint of `model` at git `revision` (None: the working tree's), read."""
     with tempfile.TemporaryDirectory() as folder:
-        copy = Path(folder) / path.name
-        copy.write_bytes(shown.stdout)
-        return read_checkpoint(copy)
+        try:
+            return read_checkpoint(committed_checkpoint(run, model, revision, Path(folder)))
+        except FileNotFoundError as error:
+            raise SystemExit(str(error)) from error
 
 
 def main(argv=None) -> int:
@@ -79,7 +71,7 @@ def main(argv=None) -> int:
         if not args.model or len(args.checkpoints) > 2:
             parser.error("--run takes --model and one or two git revisions")
         revisions = [*args.checkpoints, None][:2]
-        earlier, later = (committed_checkpoint(args.run, args.model, revision) for revision in revisions)
+        earlier, later = (committed_payload(args.run, args.model, revision) for revision in revisions)
     elif len(args.checkpoints) == 2:
         earlier, later = (read_checkpoint(Path(path)) for path in args.checkpoints)
     else:
