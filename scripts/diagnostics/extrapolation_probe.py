@@ -2,16 +2,18 @@
 first instances of its run's fixed test sets.
 
     .venv/bin/python scripts/diagnostics/extrapolation_probe.py PRESET NOTEBOOK --model NAME
-        [--revision REV] [--instances 64] [--methods inv_sqrt_d eie log_N] [--threads 1]
+        [--revision REV] [--policy kept|last] [--instances 64] [--methods inv_sqrt_d eie log_N] [--threads 1]
 
 Reads the run's committed checkpoint of model NAME (`eie.study.committed_checkpoint`: the carried
 copy in the working tree, or as it was at git revision REV, so that a quoted probe names its weights),
-and decodes its kept policy (`eie.training.load_trained`) greedily with each method on the first
+and decodes the policy the finished run would keep (--policy kept: with the preset's `final_policy:
+baseline` the rollout baseline's weights, else the last epoch's; --policy last: the last epoch's)
+greedily with each method on the first
 --instances instances of the preset's test set at every n (`eie.evaluation.fixed_test_set` at the
 preset's `test_size` and `test_seed`: the instances the run's evaluation will use). Prints, per n and
 method, the mean objective and its paired difference from the first method in percent (positive:
 better) with the standard error over instances; writes the table to
-results/<run>/probes/<NAME>_epoch<E>.csv.
+results/<run>/probes/<NAME>_epoch<E>_<baseline or last>.csv.
 
 A progress check, not the run's evaluation: one seed, part of an unfinished training, fewer instances,
 no reference solver, nothing kept in the run's evaluation store.
@@ -71,6 +73,8 @@ def main(argv=None) -> int:
     parser.add_argument("notebook", help="its training notebook, e.g. 05_train_bpp")
     parser.add_argument("--model", required=True, help="the checkpoint's name, e.g. bpp_120x100_inv_sqrt_d_n100_seed0")
     parser.add_argument("--revision", help="read the committed checkpoint as it was at this git revision")
+    parser.add_argument("--policy", choices=("kept", "last"), default="kept",
+                        help="kept: the policy the finished run keeps (the preset's final_policy); last: the last epoch's")
     parser.add_argument("--instances", type=int, default=64, help="the first this many test instances per n")
     parser.add_argument("--methods", nargs="+", default=["inv_sqrt_d", "eie", "log_N"],
                         help="registered methods; the first is the one the others are compared with")
@@ -90,14 +94,18 @@ def main(argv=None) -> int:
             path = committed_checkpoint(params["run"], args.model, args.revision, Path(folder))
         except FileNotFoundError as error:
             raise SystemExit(str(error)) from error
-        model = load_trained(path)
-        epoch = int(read_checkpoint(path)["epoch"])
+        model = load_trained(path)  # an unfinished checkpoint: its last epoch's policy
+        payload = read_checkpoint(path)
+    epoch = int(payload["epoch"])
+    policy = "baseline" if args.policy == "kept" and params["final_policy"] == "baseline" else "last"
+    if policy == "baseline":
+        model.load_state_dict(payload["baseline"])
     table = probe(model, methods, N, n_max, params["test_size"], params["test_seed"], args.instances,
                   params["eval_chunk"])
-    out = results_dir(params["run"]) / "probes" / f"{args.model}_epoch{epoch}.csv"
+    out = results_dir(params["run"]) / "probes" / f"{args.model}_epoch{epoch}_{policy}.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False, float_format="%.4f")
-    print(f"{args.model}, epoch {epoch} (revision {args.revision or 'working tree'}), first {args.instances} "
+    print(f"{args.model}, epoch {epoch} (revision {args.revision or 'working tree'}), {policy} policy, first {args.instances} "
           f"test instances per n; better_pct: paired difference from {args.methods[0]}, positive where better")
     print(table.to_string(index=False, float_format=lambda value: f"{value:.3f}"))
     print(f"written {out.relative_to(results_dir(params['run']).parent.parent)}")
