@@ -85,7 +85,6 @@ def main(argv=None) -> int:
         parser.error(f"--instances must be between 1 and the preset's test_size ({params['test_size']}), "
                      f"got {args.instances}")
     use_threads(args.threads)
-    torch.manual_seed(0)
     d, N, n_max = head_size(args.notebook, params), params["n_train"], params["n_max"]
     net, table = ensure_scales(d, N, n_max, run=params["run"])
     methods = bind_methods(args.methods, d, N, net, table)
