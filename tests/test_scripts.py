@@ -208,7 +208,7 @@ def test_extrapolation_probe_compares_each_method_with_the_first_on_the_same_ins
     methods = bind_methods(["inv_sqrt_d", "log_N"], d=16, N=6)
     table = script_module("diagnostics/extrapolation_probe").probe(model, methods, 6, 24, test_size=8, test_seed=5,
                                                                    instances=3, chunk=4)
-    assert list(zip(table.n, table.method)) == [(n, key) for n in (6, 12, 24) for key in ("inv_sqrt_d", "log_N")]
+    assert list(zip(table.n, table.method, strict=True)) == [(n, key) for n in (6, 12, 24) for key in ("inv_sqrt_d", "log_N")]
     first = table[table.method == "inv_sqrt_d"]
     assert (first.better_pct == 0).all() and (first.se_pct == 0).all()
     test = {key: value[:3] for key, value in fixed_test_set(model.problem, 24, 8, 5).items()}
