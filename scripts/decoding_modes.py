@@ -40,6 +40,8 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+", default=["inv_sqrt_d", "eie", "log_N"])
     parser.add_argument("--factors", type=float, nargs="*", default=[])
     parser.add_argument("--instances", type=int, default=256)
+    parser.add_argument("--device", default="cpu", help="where the models decode (cpu, cuda); a GPU's sampled "
+                        "draws differ from a CPU's, so a group is reproduced on the kind of device it was decoded on")
     args = parser.parse_args()
     for mode in args.modes:
         parse_mode(mode)
@@ -48,7 +50,8 @@ def main() -> int:
     params = experiments.load(args.notebook, args.preset)
     seeds = args.seeds if args.seeds is not None else params["seeds"]
     lengths = args.lengths or [2 * params["n_train"], 4 * params["n_train"], 8 * params["n_train"]]
-    csv = measure(params, args.notebook, seeds, lengths, args.modes, args.methods, args.factors, args.instances)
+    csv = measure(params, args.notebook, seeds, lengths, args.modes, args.methods, args.factors, args.instances,
+                  device=args.device)
     frame = read_modes(csv)
     references = {}
     for problem in frame.problem.unique():  # every problem the table holds, not only this notebook's

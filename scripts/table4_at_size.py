@@ -2,7 +2,7 @@
 1/sqrt(d) model, with its own scale and with EIE, timed on this machine beside the paper's 8.18 h.
 
     python scripts/table4_at_size.py presets/cpu_paper.yaml [--n 1600] [--instances 16384] [--block 512]
-        [--chunk 16] [--seed 0] [--setting C10]
+        [--chunk 16] [--seed 0] [--setting C10] [--device cpu]
 
 The instances (the run's instance distribution at n, drawn block by block, each block from its own
 seeded generator) are decoded in blocks of --block, each block once per method, the two methods in
@@ -16,7 +16,9 @@ others is refused rather than mixed in). The table (results/<run>/table4_at_size
 method as the sum over blocks, EIE's extra time, the median over blocks of the ratio of the two
 methods' seconds, and the paper's hours.
 Timings depend on the machine and on what else runs on it: the csv records the torch thread count
-and the machine's load average at each block.
+and the machine's load average at each block. `--device cuda` times the decoding on a GPU (each
+timed region ends when the GPU has finished); its blocks go to table4_at_size_cuda.csv and .md, so
+that the two machines' timings are never mixed.
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ def block_instances(problem, n: int, block: int, size: int, test_seed: int) -> d
     return problem.generate(size, n, generator)
 
 
+def synchronize(device: torch.device) -> None:
+    """Wait for the work queued on `device` (a GPU runs asynchronously; a CPU has nothing to wait for)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def read_blocks(csv: Path, setup: dict) -> pd.DataFrame:
     """The blocks `csv` holds (none without it); refused if they were measured with another setup."""
     if not csv.is_file():
@@ -84,6 +92,7 @@ def time_blocks(model, methods, n: int, blocks: int, size: int, chunk: int, test
             start = time.perf_counter()
             with torch.no_grad():
                 costs = greedy_costs(model, instances, method, chunk=chunk)
+            synchronize(costs.device)
             seconds = time.perf_counter() - start
             rows.append({**setup, "block": block, "method": method.key, "instances": size, "seconds": seconds,
                          "objective": float(costs.mean()), "threads": torch.get_num_threads(),
@@ -127,6 +136,7 @@ def main() -> int:
     parser.add_argument("--chunk", type=int, default=16, help="instances decoded at once")
     parser.add_argument("--seed", type=int, default=0, help="the 1/sqrt(d) model's training seed")
     parser.add_argument("--setting", default=None, help="the CVRP setting (default: the run's first capacity)")
+    parser.add_argument("--device", default="cpu", help="where to decode: cpu, or cuda (timed into table4_at_size_cuda.csv)")
     args = parser.parse_args()
     for name in ("n", "instances", "block", "chunk"):
         if getattr(args, name) < 1:
@@ -145,14 +155,18 @@ def main() -> int:
     if not n_train < args.n <= params["n_max"]:
         parser.error(f"--n must lie above the training length and within the run's n_max ({n_train} < n <= "
                      f"{params['n_max']}), where its EIE net was fitted; got {args.n}")
-    model = study.load_policies([name], run=run)[name]
+    if args.device != "cpu" and not (args.device.startswith("cuda") and torch.cuda.is_available()):
+        parser.error(f"--device {args.device!r}: only cpu, or cuda where a CUDA GPU is visible, is timed here")
+    model = study.load_policies([name], run=run, device=args.device)[name]
     d = model.config.head_dim
     net, scale_table = study.ensure_scales(d, n_train, params["n_max"], run=run)
     methods = extrapolation.bind_methods(list(METHODS), d, n_train, net, scale_table)
-    csv = study.results_dir(run) / "table4_at_size.csv"
+    csv = study.results_dir(run) / ("table4_at_size.csv" if args.device == "cpu" else "table4_at_size_cuda.csv")
     done = time_blocks(model, methods, args.n, args.instances // args.block, args.block, args.chunk,
                        params["test_seed"], csv, model_name=name)
     text = table(done, args.n)
+    if args.device != "cpu":
+        text += f"\n\nDecoded on {torch.cuda.get_device_name(torch.device(args.device))}."
     csv.with_suffix(".md").write_text(text + "\n")
     print(text)
     return 0

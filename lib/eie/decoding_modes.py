@@ -74,7 +74,7 @@ def read_modes(path) -> pd.DataFrame:
 
 
 def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, factors=(), instances: int = 256,
-            out: Path | None = None, progress: bool = True) -> Path:
+            out: Path | None = None, progress: bool = True, device: str = "cpu") -> Path:
     """Decode the first `instances` of the run's test set at each n in `lengths` with each method of
     `method_keys` (which must include 1/sqrt(d)) and each constant factor of `factors`, under each
     mode of `modes`, on the exported 1/sqrt(d) model of each seed of `notebook`'s settings (a seed
@@ -83,7 +83,9 @@ def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, fac
     objectives to `costs_path(out)`. A (problem, setting, seed, n, mode) already in both is skipped;
     one in the csv without its per-instance objectives is decoded again, and its means must agree
     with the csv's (a check that the measurement reproduces). `progress` shows a bar with one step
-    per (setting, seed, n, mode, method) and the group being decoded. Returns the csv's path."""
+    per (setting, seed, n, mode, method) and the group being decoded. `device`: where the models
+    decode; sampled draws come from a generator on that device, so a group sampled on a GPU is
+    reproduced there, not on a CPU. Returns the csv's path."""
     if BASE not in method_keys:
         raise ValueError(f"method_keys must include {BASE!r} (every effect is against it); got {list(method_keys)}")
     out = out or study.results_dir(params["run"], create=False) / "decoding_modes.csv"
@@ -107,7 +109,7 @@ def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, fac
                 bar.write(f"{name}: no exported policy yet; skipped")
                 bar.update(len(lengths) * len(modes) * len(methods))
                 continue
-            model = study.load_policies([name], run=run_name)[name]
+            model = study.load_policies([name], run=run_name, device=device)[name]
             for n in lengths:
                 test = fixed_test_set(problem, n, params["test_size"], params["test_seed"])
                 test = {key: value[:instances] for key, value in test.items()}
@@ -116,7 +118,9 @@ def measure(params: dict, notebook: str, seeds, lengths, modes, method_keys, fac
                         done.n == n) & (done["mode"] == mode)
                     stored = done[here].set_index("method")["mean"]
                     keys = {key: (problem.name, setting, seed, n, mode, key) for key, _ in methods}
-                    if len(stored) and all(keys[key] in costs for key in stored.index):
+                    # finished when every asked method the group holds has its objectives (a stored method
+                    # not asked for this time is left as it is)
+                    if len(stored) and all(keys[key] in costs for key in stored.index if key in keys):
                         bar.update(len(methods))
                         continue
                     rows = []
