@@ -216,6 +216,8 @@ def test_measure_resumes_skips_finished_groups_and_checks_what_it_decodes_again(
     decoded.clear()
     decoding_modes.measure(**run)
     assert decoded == []  # every group finished: nothing decoded again
+    decoding_modes.measure(**{**run, "factors": []})  # a stored method not asked for again
+    assert decoded == [] and len(decoding_modes.read_modes(csv)) == 12
 
     decoding_modes.costs_path(csv).unlink()  # objectives lost: decoded again, means checked against the csv
     decoding_modes.measure(**{**run, "lengths": [8], "modes": ["sample4"]})
