@@ -55,6 +55,15 @@ def test_per_seed_effects_and_the_table_read_the_results():
     assert "worse on 2 of 3 seeds" in describe(row)
 
 
+def test_a_results_table_read_back_from_csv_gives_the_same_effects(tmp_path):
+    rows = [("", m, seed, 1600, obj) for seed, (b, e) in enumerate([(100.0, 103.0), (200.0, 198.0)])
+            for m, obj in (("inv_sqrt_d", b), ("eie", e))]
+    path = tmp_path / "tsp.csv"
+    pd.DataFrame(rows, columns=["setting", "method", "seed", "n", "objective"]).to_csv(path, index=False)
+    read_back = pd.read_csv(path)  # the empty setting comes back as NaN
+    assert list(seed_effects(read_back, "eie", 1600).round(6)) == [3.0, -1.0]
+
+
 def test_paper_effect_is_none_where_the_paper_has_no_row():
     assert paper_effect("tsp", "", "log_N", 16) is None
     assert paper_effect("cvrp", "C10", "eie", 16) == pytest.approx(100 * (215.0 / 231.7 - 1))

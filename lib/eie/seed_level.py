@@ -32,8 +32,9 @@ EQUIVALENCE_MARGIN = 1.0  # % of the 1/sqrt(d) model's objective within which tw
 def seed_effects(results: pd.DataFrame, method: str, n: int, setting: str = "", base: str = "inv_sqrt_d") -> pd.Series:
     """Per-seed effect of `method` against `base` at test length `n` (%, indexed by seed; seeds where
     both were evaluated). `results` has the columns setting, method, seed, n, objective (a results
-    table of the training notebooks)."""
-    part = results[(results.setting == setting) & (results.n == n) & (results.seed >= 0)]
+    table of the training notebooks). An empty setting read back by `pd.read_csv` as NaN counts as ""."""
+    settings = results.setting.astype(object).where(results.setting.notna(), "").astype(str)
+    part = results[(settings == setting) & (results.n == n) & (results.seed >= 0)]
     by_seed = part.pivot_table(index="seed", columns="method", values="objective")
     if method not in by_seed or base not in by_seed:
         return pd.Series(dtype=float, name=method)
