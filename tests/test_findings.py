@@ -15,6 +15,8 @@ ROOT = repo_root()
 def test_readme_findings_tables_match_the_result_files():
     blocks = findings.generated_blocks()
     assert len(blocks) >= 3, "the front page and the two verdict runs' reports carry generated tables"
+    reports = {path.parent.name for path in blocks}
+    assert {"sensitivity_lr_rule", "sensitivity_batchnorm"} <= reports, "the sensitivity reports carry them too"
     for readme, content in blocks.items():
         assert findings.readme_block(readme.read_text()) == content, \
             f"{readme} findings are stale: run `python -m eie.findings --write`"

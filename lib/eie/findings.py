@@ -37,6 +37,12 @@ VERDICT_RUNS = (
     ("cpu_long_v2", "cvrp", "CVRP, CPU scale: N = 20 → 320, capacities scaled to N = 20"),
     ("cpu_long_v2", "bpp", "3D bin packing, CPU scale: 20 → 320 boxes"),
 )
+# Runs that test one reading of the paper beside the verdict: their reports carry the same generated
+# tables; the front page does not.
+SENSITIVITY_RUNS = (
+    ("sensitivity_lr_rule", "tsp", "TSP, N = 100 → 1600, the paper's learning-rate rule on"),
+    ("sensitivity_batchnorm", "tsp", "TSP, N = 100 → 1600, a BatchNorm encoder"),
+)
 HEADLINE = ("eie", "log_N")  # always in the table; the best other method joins them
 # Rivals whose effect leaves the verdict figure's ±5 % axis: drawn in a panel of their own.
 FAR_RIVALS = ("rescale", "eie_rescale")  # those of eie.plotting.FAR_FROM_BASE the verdict runs have
@@ -81,11 +87,11 @@ def findings_table(problem: str, results: pd.DataFrame) -> str:
 
 
 def findings_markdown(root: Path | None = None, run: str | None = None) -> str:
-    """Every verdict run's findings tables (or those of `run`), with a line naming the file each comes from."""
+    """Every verdict run's findings tables (or those of `run`, a verdict or sensitivity run), with a line
+    naming the file each comes from."""
     parts = []
-    for run_name, problem, title in VERDICT_RUNS:
-        if run is not None and run_name != run:
-            continue
+    runs = VERDICT_RUNS if run is None else [r for r in VERDICT_RUNS + SENSITIVITY_RUNS if r[0] == run]
+    for run_name, problem, title in runs:
         results = run_results(run_name, problem, root)
         if results is None:
             parts += [f"#### {title}", "", f"(no results in `results/{run_name}/`)", ""]
@@ -255,10 +261,10 @@ def main(argv=None) -> int:
 
 def generated_blocks(root: Path | None = None) -> dict:
     """{README path: its generated findings block}: the front page (every verdict run) and each verdict
-    run's report (its own problems), where the report has the markers."""
+    or sensitivity run's report (its own problems), where the report has the markers."""
     root = root or repo_root()
     blocks = {root / "README.md": findings_markdown(root)}
-    for run in dict.fromkeys(run for run, _, _ in VERDICT_RUNS):
+    for run in dict.fromkeys(run for run, _, _ in VERDICT_RUNS + SENSITIVITY_RUNS):
         report = root / "results" / run / "README.md"
         if report.is_file() and BEGIN in report.read_text():
             blocks[report] = findings_markdown(root, run)
