@@ -33,6 +33,7 @@ from .seed_level import seed_effects, seed_level_table
 VERDICT_RUNS = (
     ("cpu_paper", "tsp", "TSP, the paper's setting: N = 100 → 1600"),
     ("cpu_paper", "cvrp", "CVRP, the paper's setting: N = 100 → 1600"),
+    ("bpp_paper_rule_start", "bpp", "3D bin packing, the paper's lengths: 100 → 1600 boxes (placement head taught the rule)"),
     ("cpu_long_v2", "tsp", "TSP, CPU scale: N = 20 → 320, trained to a plateau"),
     ("cpu_long_v2", "cvrp", "CVRP, CPU scale: N = 20 → 320, capacities scaled to N = 20"),
     ("cpu_long_v2", "bpp", "3D bin packing, CPU scale: 20 → 320 boxes"),
@@ -183,7 +184,9 @@ def verdict_panel(ax, far_ax, problem: str, results: pd.DataFrame, setting: str,
     # +-10 %); a seed beyond it is marked at its edge with its value
     reach = [min(10.0, max(abs(m) for m in main_means) + 1)]
     if paper is not None:
-        reach.append(float(np.nanmax(np.abs(paper.drop(index=list(FAR_RIVALS), errors="ignore").to_numpy()))) + 1)
+        drawn = [m for m in paper.index if m in shown and m not in FAR_RIVALS]  # the paper's rows we draw
+        if drawn:
+            reach.append(float(np.nanmax(np.abs(paper.loc[drawn].to_numpy()))) + 1)
     limit = max(5.0, *reach)
     ax.set_ylim(-limit, limit)
     beyond = {}  # (x, above the axis): the seeds there, (value, colour), listed inwards from the edge
