@@ -82,3 +82,21 @@ def test_nbval_leaves_the_tracked_files_as_it_found_them():
         assert figure.read_bytes() == b"marker"
     finally:
         figure.write_bytes(original)
+
+
+def test_verdict_panel_axis_reaches_only_the_paper_rows_it_draws():
+    """Bin packing's paper table has a ln(n)/sqrt(d) row at -31 %; a panel that draws only EIE against
+    1/sqrt(d) sizes its axis to the paper's EIE effects (at most +16 %), not to that row."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    rows = [{"setting": "120x100", "method": m, "seed": s, "n": n, "objective": 78.0}
+            for m in ("inv_sqrt_d", "eie") for s in (0, 1) for n in (100, 200, 400, 800, 1600)]
+    fig, ax = plt.subplots()
+    try:
+        findings.verdict_panel(ax, None, "bpp", pd.DataFrame(rows), "120x100", "bpp")
+        low, high = ax.get_ylim()
+    finally:
+        plt.close(fig)
+    paper_eie = 100 * (72.6 / 62.6 - 1)
+    assert high == pytest.approx(paper_eie + 1) and low == -high
