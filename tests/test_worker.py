@@ -10,7 +10,7 @@ import torch
 import yaml
 from script_module import script_module
 
-from eie import experiments, extrapolation, study, training, worker
+from eie import experiments, extrapolation, stop_request, study, training, worker
 from eie.checkpoints import checkpoint_epochs
 from eie.evaluation_store import model_fingerprint
 from eie.files import exclusive
@@ -639,3 +639,56 @@ def test_branch_from_starts_a_pilot_from_another_runs_carried_checkpoint_and_tra
     assert [row["lr"] for row in ours["log"]] == [1e-4, 1e-4, 5e-5, 5e-5]
     # branching again keeps the pilot's own checkpoint, which has trained on
     assert "already; kept" in worker.branch_models(pilot, "03_train_tsp", "long", 2)[0]
+
+
+def _signal_self_during_epoch(monkeypatch, signum, times=1):
+    """Send `signum` to this process `times` times from inside the first epoch's held-out test (only there)."""
+    test = training.paired_t_test_p
+    sent = []
+
+    def test_then_signal(candidate, baseline):
+        if not sent:
+            sent.append(signum)
+            for _ in range(times):
+                os.kill(os.getpid(), signum)
+                for _ in range(1000):  # until the handler has run (signals sent back to back may coalesce)
+                    if stop_request.stop_requested():
+                        break
+        return test(candidate, baseline)
+
+    monkeypatch.setattr(training, "paired_t_test_p", test_then_signal)
+
+
+def test_the_first_sigterm_stops_a_worker_after_the_epoch_in_progress(tmp_path, monkeypatch, capsys):
+    import signal
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3, seeds=[0, 1])
+    handler = signal.getsignal(signal.SIGTERM)
+    _signal_self_during_epoch(monkeypatch, signal.SIGTERM)
+    worker.main([str(preset), "03_train_tsp"])
+    out = capsys.readouterr()
+    assert "SIGTERM: stopping after the current epoch" in out.err
+    assert "tsp_inv_sqrt_d_n6_seed0: stopped after epoch 1, its checkpoint written" in out.out
+    checkpoints = tmp_path / "tiny" / "checkpoints"
+    assert checkpoint_epochs(checkpoints / "tsp_inv_sqrt_d_n6_seed0.pt") == 1
+    assert len(pd.read_csv(checkpoints / "tsp_inv_sqrt_d_n6_seed0_log.csv")) == 1
+    assert not (checkpoints / "tsp_inv_sqrt_d_n6_seed1.pt").exists()  # the next model is not started
+    assert signal.getsignal(signal.SIGTERM) is handler  # the worker's handler is gone once it returns
+    # started again (the test signals only once), it resumes and ends where an uninterrupted run does
+    worker.main([str(preset), "03_train_tsp"])
+    assert checkpoint_epochs(checkpoints / "tsp_inv_sqrt_d_n6_seed0.pt") == 3
+    (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
+    same, _ = study.train_models(["inv_sqrt_d"], [0], run="fresh", device="cpu", progress=False, **setup["config"])
+    resumed = training.load_trained(checkpoints / "tsp_inv_sqrt_d_n6_seed0.pt")
+    for p, q in zip(resumed.state_dict().values(), same[("inv_sqrt_d", 0)].state_dict().values(), strict=True):
+        assert torch.equal(p, q)
+
+
+def test_a_second_sigint_stops_a_worker_at_once(tmp_path, monkeypatch):
+    import signal
+    preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3)
+    _signal_self_during_epoch(monkeypatch, signal.SIGINT, times=2)
+    with pytest.raises(KeyboardInterrupt):
+        worker.main([str(preset), "03_train_tsp"])
+    # nothing of the interrupted epoch is written, and the next run starts afresh without a stop pending
+    assert not (tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0.pt").exists()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

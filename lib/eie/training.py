@@ -35,6 +35,8 @@ locked while it is trained (a second process asking for the same model is refuse
 holds only tensors and plain values, and is read with `weights_only=True`. A checkpoint can be
 branched into another configuration (`branch_checkpoint`) when the settings that differ have not
 yet acted by its epoch: the branch then resumes exactly as a run of the new configuration would.
+Where a stop was asked for (`eie.stop_request`: the worker's first SIGTERM or SIGINT), training
+raises `Stopped` once the epoch in progress is saved.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from .memory import check_fits
 from .model import PRECISIONS, AttentionModel, ModelConfig
 from .problems import PROBLEMS, make_problem
 from .problems.base import CheckedInstance
+from .stop_request import check_stop
 
 WARMUP_BETA = 0.8  # Kool et al. (2019): the exponential baseline's decay, b <- beta b + (1 - beta) mean cost
 # What a finished run keeps (`TrainConfig.final_policy`): "last", the policy after its last epoch; or
@@ -557,6 +560,8 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
                      "sample_gen": sample_gen.get_state(), "eval_set": {k: v.cpu() for k, v in eval_set.items()},
                      "log": rows, "warmup_baseline": warmup_baseline, **origin}, checkpoint)
         write_csv_atomic(pd.DataFrame(rows), log_path)
+        if epoch + 1 < config.epochs:  # the last epoch goes on to keep the final policy
+            check_stop(name, epoch + 1)
     _keep_final_policy(config, checkpoint, model, baseline, rows)
     model.eval()
     model.encoder_precision = "float32"  # the trained policy is evaluated in full precision, as `load_trained` gives it

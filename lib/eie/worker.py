@@ -18,8 +18,10 @@ notebook's parameter check, and trains every (setting, rule, seed) model of it w
 `eie.study.training_setups` and `train_models` the notebook calls. Start several workers on one
 preset to use several cores: each model's checkpoint is locked while it trains, so a worker skips
 the models another one holds; an interrupted worker resumes from the last epoch when started
-again. Afterwards `papermill notebooks/NB.ipynb out.ipynb -f presets/NAME.yaml` finds every model
-trained and only evaluates. `--status` prints, for every model of the preset, the epochs done, the
+again. The first SIGTERM or Ctrl-C (`kill PID`) stops a worker after the epoch in progress, once
+its checkpoint is written, and a second one at once (`eie.stop_request`). Afterwards
+`papermill notebooks/NB.ipynb out.ipynb -f presets/NAME.yaml` finds every model trained and only
+evaluates. `--status` prints, for every model of the preset, the epochs done, the
 last held-out cost, the recent seconds per epoch, the hours its logged epochs took and the hours its
 remaining epochs would take; with `--plot` it also draws the held-out objective per epoch of every
 model so far (figures/<number>_<problem>_training_progress_<run>.png).
@@ -69,6 +71,7 @@ from .files import FileBusy, copy_atomic, write_csv_atomic
 from .paths import repo_root
 from .plotting import apply_style, save_figure, training_figure
 from .problems import make_problem
+from .stop_request import Stopped, stop_after_epoch_on_signals
 from .threads import use_threads
 from .training import TrainConfig, branch_checkpoint, finished_training, plateau_action
 
@@ -513,7 +516,11 @@ def main(argv=None) -> None:
             for line in lines:
                 print(line, flush=True)
     if not args.references:
-        run_worker(args.preset, args.notebooks, seeds=args.seeds, rules=args.rules)
+        with stop_after_epoch_on_signals():
+            try:
+                run_worker(args.preset, args.notebooks, seeds=args.seeds, rules=args.rules)
+            except Stopped as stopped:
+                print(stopped, flush=True)
         return None
     for notebook in args.notebooks:
         params = load(notebook, args.preset)
