@@ -45,17 +45,16 @@ def test_a_busy_model_is_left_to_its_worker(tmp_path, monkeypatch, capsys):
     preset = tiny_tsp_preset(tmp_path, monkeypatch, seeds=[0, 1])
     held = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed1.pt"
     calls = []
-    real_sleep = worker.time.sleep
 
     def release_after_first_wait(seconds):
         calls.append(seconds)
         lock.__exit__(None, None, None)  # the other worker finishes
+        return False  # no stop asked for while waiting
 
     lock = exclusive(held, "trained")
     lock.__enter__()
-    monkeypatch.setattr(worker.time, "sleep", release_after_first_wait)
+    monkeypatch.setattr(worker, "wait_for_stop", release_after_first_wait)
     worker.run_worker(preset, "03_train_tsp")
-    monkeypatch.setattr(worker.time, "sleep", real_sleep)
     assert calls and held.is_file()
     assert "held by another worker" in capsys.readouterr().out
 
@@ -73,11 +72,12 @@ def test_a_worker_goes_on_to_its_next_notebook_while_another_holds_the_last_mode
     def release_after_first_wait(seconds):
         seen_at_first_wait.append(free.is_file())
         lock.__exit__(None, None, None)  # the other worker finishes
+        return False
 
     checkpoints.mkdir(parents=True)
     lock = exclusive(held, "trained")
     lock.__enter__()
-    monkeypatch.setattr(worker.time, "sleep", release_after_first_wait)
+    monkeypatch.setattr(worker, "wait_for_stop", release_after_first_wait)
     monkeypatch.setattr(worker, "use_threads", lambda count: None)  # this test process keeps its threads
     worker.main([str(preset), "03_train_tsp", "08_rivals"])
     assert seen_at_first_wait == [True]  # one wait, after the free model of the next notebook was trained
@@ -641,40 +641,51 @@ def test_branch_from_starts_a_pilot_from_another_runs_carried_checkpoint_and_tra
     assert "already; kept" in worker.branch_models(pilot, "03_train_tsp", "long", 2)[0]
 
 
-def _signal_self_during_epoch(monkeypatch, signum, times=1):
-    """Send `signum` to this process `times` times from inside the first epoch's held-out test (only there)."""
+def _signal_self_during_epoch(monkeypatch, *signums):
+    """Send `signums` to this process, one after the other, from inside the first epoch's held-out test
+    (only there)."""
     test = training.paired_t_test_p
     sent = []
 
     def test_then_signal(candidate, baseline):
-        if not sent:
+        for signum in signums if not sent else ():
             sent.append(signum)
-            for _ in range(times):
-                os.kill(os.getpid(), signum)
-                for _ in range(1000):  # until the handler has run (signals sent back to back may coalesce)
-                    if stop_request.stop_requested():
-                        break
+            os.kill(os.getpid(), signum)
+            for _ in range(1000):  # until the handler has run (signals sent back to back may coalesce)
+                if stop_request.stop_requested():
+                    break
         return test(candidate, baseline)
 
     monkeypatch.setattr(training, "paired_t_test_p", test_then_signal)
 
 
-def test_the_first_sigterm_stops_a_worker_after_the_epoch_in_progress(tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def own_handlers():
+    """SIGTERM and SIGINT handlers of this test's own, to see the worker put them back."""
+    import signal
+    mine = {signum: (lambda *_: None) for signum in (signal.SIGTERM, signal.SIGINT)}
+    previous = {signum: signal.signal(signum, handler) for signum, handler in mine.items()}
+    yield mine
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def test_the_first_sigterm_stops_a_worker_after_the_epoch_in_progress(tmp_path, monkeypatch, capfd, own_handlers):
     import signal
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3, seeds=[0, 1])
-    handler = signal.getsignal(signal.SIGTERM)
     _signal_self_during_epoch(monkeypatch, signal.SIGTERM)
-    worker.main([str(preset), "03_train_tsp"])
-    out = capsys.readouterr()
+    assert worker.main([str(preset), "03_train_tsp"]) == 128 + signal.SIGTERM  # not 0: training has not ended
+    out = capfd.readouterr()
     assert "SIGTERM: stopping after the current epoch" in out.err
     assert "tsp_inv_sqrt_d_n6_seed0: stopped after epoch 1, its checkpoint written" in out.out
     checkpoints = tmp_path / "tiny" / "checkpoints"
     assert checkpoint_epochs(checkpoints / "tsp_inv_sqrt_d_n6_seed0.pt") == 1
     assert len(pd.read_csv(checkpoints / "tsp_inv_sqrt_d_n6_seed0_log.csv")) == 1
     assert not (checkpoints / "tsp_inv_sqrt_d_n6_seed1.pt").exists()  # the next model is not started
-    assert signal.getsignal(signal.SIGTERM) is handler  # the worker's handler is gone once it returns
+    assert {signum: signal.getsignal(signum) for signum in own_handlers} == own_handlers  # put back
+    assert not stop_request.stop_requested()
     # started again (the test signals only once), it resumes and ends where an uninterrupted run does
-    worker.main([str(preset), "03_train_tsp"])
+    assert worker.main([str(preset), "03_train_tsp"]) is None
     assert checkpoint_epochs(checkpoints / "tsp_inv_sqrt_d_n6_seed0.pt") == 3
     (setup,) = study.training_setups("03_train_tsp", experiments.load("03_train_tsp", preset))
     same, _ = study.train_models(["inv_sqrt_d"], [0], run="fresh", device="cpu", progress=False, **setup["config"])
@@ -683,12 +694,34 @@ def test_the_first_sigterm_stops_a_worker_after_the_epoch_in_progress(tmp_path, 
         assert torch.equal(p, q)
 
 
-def test_a_second_sigint_stops_a_worker_at_once(tmp_path, monkeypatch):
+def test_a_second_signal_of_either_kind_stops_a_worker_at_once(tmp_path, monkeypatch, own_handlers):
     import signal
     preset = tiny_tsp_preset(tmp_path, monkeypatch, epochs=3)
-    _signal_self_during_epoch(monkeypatch, signal.SIGINT, times=2)
+    _signal_self_during_epoch(monkeypatch, signal.SIGTERM, signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
         worker.main([str(preset), "03_train_tsp"])
-    # nothing of the interrupted epoch is written, and the next run starts afresh without a stop pending
+    # nothing of the interrupted epoch is written, the handlers are put back and no stop is left pending
     assert not (tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0.pt").exists()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert {signum: signal.getsignal(signum) for signum in own_handlers} == own_handlers
+    assert not stop_request.stop_requested()
+
+
+def test_a_stop_asked_for_while_a_worker_waits_ends_the_wait(tmp_path, monkeypatch, capfd, own_handlers):
+    """The only model is held by another worker: the first SIGTERM ends the wait (within a second, not
+    at the 30 s poll) and nothing is trained."""
+    import signal
+    import threading
+    import time
+    preset = tiny_tsp_preset(tmp_path, monkeypatch)
+    held = tmp_path / "tiny" / "checkpoints" / "tsp_inv_sqrt_d_n6_seed0.pt"
+    held.parent.mkdir(parents=True)
+    monkeypatch.setattr(worker, "use_threads", lambda count: None)  # this test process keeps its threads
+    with exclusive(held, "trained"):
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+        started = time.monotonic()
+        timer.start()
+        status = worker.main([str(preset), "03_train_tsp"])
+        waited = time.monotonic() - started
+    assert status == 128 + signal.SIGTERM and waited < 5
+    assert "stopped while waiting for 1 model(s) another worker trains" in capfd.readouterr().out
+    assert not held.exists()

@@ -561,7 +561,7 @@ def _train_locked(config: TrainConfig, checkpoint: Path, log_path: Path, name: s
                      "log": rows, "warmup_baseline": warmup_baseline, **origin}, checkpoint)
         write_csv_atomic(pd.DataFrame(rows), log_path)
         if epoch + 1 < config.epochs:  # the last epoch goes on to keep the final policy
-            check_stop(name, epoch + 1)
+            check_stop(f"{name}: stopped after epoch {epoch + 1}, its checkpoint written")
     _keep_final_policy(config, checkpoint, model, baseline, rows)
     model.eval()
     model.encoder_precision = "float32"  # the trained policy is evaluated in full precision, as `load_trained` gives it

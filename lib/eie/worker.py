@@ -19,7 +19,8 @@ notebook's parameter check, and trains every (setting, rule, seed) model of it w
 preset to use several cores: each model's checkpoint is locked while it trains, so a worker skips
 the models another one holds; an interrupted worker resumes from the last epoch when started
 again. The first SIGTERM or Ctrl-C (`kill PID`) stops a worker after the epoch in progress, once
-its checkpoint is written, and a second one at once (`eie.stop_request`). Afterwards
+its checkpoint is written (exit status 128 + the signal's number), and a second one at once
+(`eie.stop_request`). Afterwards
 `papermill notebooks/NB.ipynb out.ipynb -f presets/NAME.yaml` finds every model trained and only
 evaluates. `--status` prints, for every model of the preset, the epochs done, the
 last held-out cost, the recent seconds per epoch, the hours its logged epochs took and the hours its
@@ -57,7 +58,6 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -71,7 +71,7 @@ from .files import FileBusy, copy_atomic, write_csv_atomic
 from .paths import repo_root
 from .plotting import apply_style, save_figure, training_figure
 from .problems import make_problem
-from .stop_request import Stopped, stop_after_epoch_on_signals
+from .stop_request import Stopped, check_stop, exit_status, stop_after_epoch_on_signals, wait_for_stop
 from .threads import use_threads
 from .training import TrainConfig, branch_checkpoint, finished_training, plateau_action
 
@@ -95,6 +95,7 @@ def run_worker(preset, notebooks, poll_seconds: float = 30.0, seeds=None, rules=
     while pending:
         busy = []
         for notebook, params, setup, rule, seed in pending:
+            check_stop(f"stopped before {setup['setting'] or notebook} {rule} seed {seed}")
             print(f"training {setup['setting'] or notebook} {rule} seed {seed}", flush=True)
             try:
                 study.train_models([rule], [seed], run=params["run"], device=params["device"], progress=False,
@@ -104,8 +105,8 @@ def run_worker(preset, notebooks, poll_seconds: float = 30.0, seeds=None, rules=
                 print("  held by another worker; later", flush=True)
                 busy.append((notebook, params, setup, rule, seed))
         pending = busy
-        if pending:
-            time.sleep(poll_seconds)  # another worker is training these; finish only when they are
+        if pending and wait_for_stop(poll_seconds):  # another worker is training these; finish only when they are
+            check_stop(f"stopped while waiting for {len(pending)} model(s) another worker trains")
 
 
 def branch_models(preset, notebook: str, source_run: str, epoch: int | None = None, seeds=None,
@@ -401,7 +402,7 @@ def print_status(preset, notebook: str) -> None:
           + (f"; {untimed} model(s) logged no epoch times, not counted" if untimed else ""))
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int | None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("preset", help="a preset YAML file, e.g. presets/paper.yaml")
     parser.add_argument("notebooks", nargs="+", choices=training_notebooks(), metavar="notebook",
@@ -521,6 +522,7 @@ def main(argv=None) -> None:
                 run_worker(args.preset, args.notebooks, seeds=args.seeds, rules=args.rules)
             except Stopped as stopped:
                 print(stopped, flush=True)
+                return exit_status()  # not 0: the training has not ended
         return None
     for notebook in args.notebooks:
         params = load(notebook, args.preset)
