@@ -20,12 +20,11 @@ preset to use several cores: each model's checkpoint is locked while it trains, 
 the models another one holds; an interrupted worker resumes from the last epoch when started
 again. The first SIGTERM or Ctrl-C (`kill PID`) stops a worker after the epoch in progress, once
 its checkpoint is written (exit status 128 + the signal's number), and a second one at once
-(`eie.stop_request`). Afterwards
-`papermill notebooks/NB.ipynb out.ipynb -f presets/NAME.yaml` finds every model trained and only
-evaluates. `--status` prints, for every model of the preset, the epochs done, the
-last held-out cost, the recent seconds per epoch, the hours its logged epochs took and the hours its
-remaining epochs would take; with `--plot` it also draws the held-out objective per epoch of every
-model so far (figures/<number>_<problem>_training_progress_<run>.png).
+(`eie.stop_request`). Afterwards `papermill notebooks/NB.ipynb out.ipynb -f presets/NAME.yaml`
+finds every model trained and only evaluates. `--status` prints, for every model of the preset,
+the epochs done, the last held-out cost, the recent seconds per epoch, the hours its logged epochs
+took and the hours its remaining epochs would take; with `--plot` it also draws the held-out
+objective per epoch of every model so far (figures/<number>_<problem>_training_progress_<run>.png).
 `--references` trains nothing: it runs the preset's reference solver (LKH, HGS, the heuristic; one
 core, no model needed) on its test sets into the run's evaluation store, so that it can run beside a
 training worker and the notebook's evaluation later reads the solutions back.
